@@ -1,0 +1,68 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+  .enableUpcomingFeature("InternalImportsByDefault"),
+  .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+  name: "gatt2mqtt",
+  platforms: [.macOS(.v15)],
+  products: [
+    .executable(name: "gatt2mqtt", targets: ["gatt2mqtt"]),
+    .library(name: "Mosquitto", targets: ["Mosquitto"]),
+    .library(name: "BridgeCore", targets: ["BridgeCore"]),
+  ],
+  dependencies: [
+    .package(
+      url: "https://github.com/apple/swift-configuration", exact: "1.4.0",
+      traits: [.defaults, "YAML", "CommandLineArguments"]),
+    .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+    .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+    .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
+  ],
+  targets: [
+    // C adapters: only `Mosquitto` imports CMosquitto, only `DBus` (later) imports CDBus.
+    .systemLibrary(
+      name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+    .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
+
+    .target(
+      name: "Mosquitto",
+      dependencies: ["CMosquitto", .product(name: "Logging", package: "swift-log")],
+      swiftSettings: strict),
+    .target(name: "BridgeCore", swiftSettings: strict),
+    .target(
+      name: "Gateway",
+      dependencies: [
+        "Mosquitto", "BridgeCore",
+        .product(name: "Configuration", package: "swift-configuration"),
+        .product(name: "Logging", package: "swift-log"),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+      ],
+      swiftSettings: strict),
+    .executableTarget(
+      name: "gatt2mqtt",
+      dependencies: [
+        "Gateway",
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        .product(name: "Logging", package: "swift-log"),
+      ],
+      swiftSettings: strict),
+
+    .testTarget(name: "BridgeCoreTests", dependencies: ["BridgeCore"], swiftSettings: strict),
+    .testTarget(
+      name: "MosquittoTests", dependencies: ["Mosquitto", "TestSupport"], swiftSettings: strict),
+    .testTarget(
+      name: "GatewayTests", dependencies: ["Gateway", "TestSupport"],
+      resources: [.copy("Fixtures")], swiftSettings: strict),
+    .testTarget(
+      name: "IntegrationTests", dependencies: ["gatt2mqtt", "Mosquitto", "TestSupport"],
+      swiftSettings: strict),
+    // Helpers for tests: a real mosquitto broker on a free loopback port, processes, certificates.
+    .target(
+      name: "TestSupport", dependencies: ["Mosquitto"], path: "Tests/TestSupport",
+      swiftSettings: strict),
+  ]
+)
