@@ -21,6 +21,7 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
     .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
     .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
+    .package(url: "https://github.com/apple/swift-collections", exact: "1.6.0"),
   ],
   targets: [
     // C adapters: only `Mosquitto` imports CMosquitto, only `DBus` (later) imports CDBus.
@@ -30,7 +31,11 @@ let package = Package(
 
     .target(
       name: "Mosquitto",
-      dependencies: ["CMosquitto", .product(name: "Logging", package: "swift-log")],
+      dependencies: [
+        "CMosquitto",
+        .product(name: "Logging", package: "swift-log"),
+        .product(name: "DequeModule", package: "swift-collections"),
+      ],
       swiftSettings: strict),
     .target(name: "BridgeCore", swiftSettings: strict),
     .target(

@@ -1,0 +1,118 @@
+public import Logging
+
+/// An MQTT client over libmosquitto with supervised reconnection and a bounded offline queue.
+///
+/// Create it, call ``start()``, then publish and subscribe from any task. The client
+/// connects in the background and keeps reconnecting with exponential backoff and jitter,
+/// whatever ended the previous connection (network errors, broker restarts, refused
+/// credentials, MQTT 5 CONNACK refusals). After every accepted connection it subscribes again to
+/// every filter and re-publishes every message set with ``setRetainedState(_:)``.
+///
+/// Messages published while disconnected wait in a bounded queue
+/// (``MQTTClientConfiguration/offlineQueueCapacity``) with an explicit drop policy; drops are
+/// counted in ``statistics``.
+///
+/// - Important: All libmosquitto calls happen on one private loop thread; every method here is
+///   safe to call from any thread or task.
+public final class MQTTClient: Sendable {
+  /// Messages arriving on subscribed topics, in arrival order.
+  ///
+  /// The buffer holds ``MQTTClientConfiguration/incomingBufferCapacity`` messages; when the
+  /// consumer falls behind further, newer messages are dropped and counted in
+  /// ``MQTTStatistics/receivedDropped``.
+  public let messages: AsyncStream<MQTTMessage>
+  /// Connection changes (connected, failed attempts, losses, stop); holds the newest 256.
+  public let events: AsyncStream<MQTTClientEvent>
+  /// The configuration the client was created with.
+  public var configuration: MQTTClientConfiguration { core.configuration }
+
+  private let core: ClientCore
+
+  /// Creates a client; nothing connects until ``start()``.
+  ///
+  /// - Parameters:
+  ///   - configuration: the broker and session settings.
+  ///   - logger: where connection changes and errors are logged.
+  /// - Throws: ``MQTTError`` with code `invalid_configuration` when libmosquitto refuses a
+  ///   setting (unreadable TLS files, certificate without key, …).
+  public init(configuration: MQTTClientConfiguration, logger: Logger) throws(MQTTError) {
+    let (messages, messageSink) = AsyncStream.makeStream(
+      of: MQTTMessage.self,
+      bufferingPolicy: .bufferingOldest(max(1, configuration.incomingBufferCapacity)))
+    let (events, eventSink) = AsyncStream.makeStream(
+      of: MQTTClientEvent.self, bufferingPolicy: .bufferingNewest(256))
+    self.messages = messages
+    self.events = events
+    self.core = try ClientCore(
+      configuration: configuration, logger: logger, messages: messageSink, events: eventSink)
+  }
+
+  /// The linked libmosquitto version, e.g. `2.0.11`.
+  public static var libraryVersion: String { MosquittoLibrary.version }
+
+  /// Starts connecting in the background. Calling it again has no effect.
+  public func start() { core.start() }
+
+  /// Publishes a message and waits until the broker acknowledged it (QoS ≥ 1) or it was
+  /// written to the socket (QoS 0).
+  ///
+  /// While disconnected the message waits in the offline queue, so this call waits too.
+  /// - Throws: ``MQTTError`` `dropped` when the offline queue dropped it, `stopped` when the
+  ///   client stopped first, `publish_refused` for an MQTT 5 error reason code,
+  ///   `invalid_argument` when libmosquitto refuses the topic or payload.
+  public func publish(_ message: MQTTMessage) async throws(MQTTError) {
+    try await perform { waiter in .publish(message, waiter) }
+  }
+
+  /// Publishes a message without waiting; its fate shows in ``statistics``.
+  public func enqueue(_ message: MQTTMessage) {
+    core.send(.publish(message, nil))
+  }
+
+  /// Publishes `message` now and again after every reconnect (for retained state such as a
+  /// gateway's `online` status). A later call for the same topic replaces it.
+  public func setRetainedState(_ message: MQTTMessage) {
+    core.send(.retain(message))
+  }
+
+  /// Stops re-publishing the retained state of `topic` after reconnects.
+  public func forgetRetainedState(topic: String) {
+    core.send(.forgetRetained(topic))
+  }
+
+  /// Subscribes to a topic filter, now and after every reconnect, and waits for the broker's
+  /// SUBACK (while disconnected: until the next connection's SUBACK).
+  /// - Throws: ``MQTTError`` `subscription_refused` when the broker refuses it,
+  ///   `invalid_argument` for a malformed filter, `stopped` when the client stopped.
+  public func subscribe(_ filter: String, qos: MQTTQoS = .atLeastOnce) async throws(MQTTError) {
+    try await perform { waiter in .subscribe(filter, qos, waiter) }
+  }
+
+  /// Removes a subscription and waits for the broker's UNSUBACK when connected.
+  public func unsubscribe(_ filter: String) async throws(MQTTError) {
+    try await perform { waiter in .unsubscribe(filter, waiter) }
+  }
+
+  /// Publishes `finalMessages` (for example a retained `offline` state), waits up to `timeout`
+  /// seconds for everything queued to be acknowledged, disconnects cleanly (so the broker does
+  /// not send the last will) and stops the loop thread.
+  public func shutdown(finalMessages: [MQTTMessage] = [], timeout: Double = 5) async {
+    if !core.started.withLock({ $0 }) { core.start() }
+    _ = try? await withCheckedThrowingContinuation { (waiter: Waiter) in
+      core.send(.shutdown(finalMessages, timeout: timeout, waiter))
+    }
+  }
+
+  /// A snapshot of the client's counters.
+  public var statistics: MQTTStatistics { core.stats.withLock { $0 } }
+
+  private func perform(_ make: @escaping @Sendable (Waiter) -> Command) async throws(MQTTError) {
+    do {
+      try await withCheckedThrowingContinuation { (waiter: Waiter) in core.send(make(waiter)) }
+    } catch let error as MQTTError {
+      throw error
+    } catch {
+      throw MQTTError(.stopped, "\(error)")
+    }
+  }
+}

@@ -1,0 +1,24 @@
+/// Counters of one ``MQTTClient``, read with ``MQTTClient/statistics``.
+public struct MQTTStatistics: Sendable, Hashable {
+  /// Messages the broker acknowledged (QoS ≥ 1) or that were written to the socket (QoS 0).
+  public var published: UInt64 = 0
+  /// Messages received from the broker.
+  public var received: UInt64 = 0
+  /// Received messages dropped because the consumer of ``MQTTClient/messages`` fell behind.
+  public var receivedDropped: UInt64 = 0
+  /// Messages waiting in the bounded offline queue right now.
+  public var queued: Int = 0
+  /// Messages handed to the broker connection and not yet acknowledged.
+  public var inflight: Int = 0
+  /// Messages dropped from the offline queue because it was full (total).
+  public var dropped: UInt64 = 0
+  /// Successful connections after the first one.
+  public var reconnects: UInt64 = 0
+  /// Failed connection attempts and lost connections (total).
+  public var connectionFailures: UInt64 = 0
+  /// Whether the client holds an accepted connection right now.
+  public var connected: Bool = false
+
+  /// All counters at zero.
+  public init() {}
+}

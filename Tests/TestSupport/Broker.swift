@@ -1,0 +1,171 @@
+import Foundation
+import Glibc
+
+/// A real `mosquitto` broker on a free loopback port, started and stopped by a test.
+public final class Broker: @unchecked Sendable {
+  // Safety: `process` is only touched by the test that owns the broker, one call at a time.
+
+  /// Where Debian installs the broker.
+  public static let executable = "/usr/sbin/mosquitto"
+  /// Whether the broker binary is installed (tests that need it are disabled, with this
+  /// reason, when it is not).
+  public static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: executable) }
+
+  /// TCP port the broker listens on (127.0.0.1).
+  public let port: Int
+  /// Folder holding the broker's configuration, logs and persistence.
+  public let directory: URL
+  private var extraConfiguration: String
+  private var process: Process?
+
+  /// Prepares a broker; call ``start()``.
+  /// - Parameters:
+  ///   - configuration: extra `mosquitto.conf` lines for the listener (TLS, passwords, …).
+  ///   - persistence: keep messages and sessions across restarts.
+  public init(configuration: String = "allow_anonymous true", persistence: Bool = false) throws {
+    port = try freeLoopbackPort()
+    directory = try makeTemporaryDirectory(prefix: "broker")
+    var lines = configuration
+    if persistence {
+      lines += "\npersistence true\npersistence_location \(directory.path)/\nautosave_interval 1\n"
+    }
+    extraConfiguration = lines
+  }
+
+  deinit { stop() }
+
+  /// Writes the configuration and starts the broker; returns when it accepts connections.
+  public func start() throws {
+    let conf = directory.appendingPathComponent("mosquitto.conf")
+    var text = "per_listener_settings false\n"
+    if getuid() == 0 { text += "user root\n" }
+    text += "log_dest file \(directory.path)/broker.log\nlog_type all\n"
+    text += "listener \(port) 127.0.0.1\n"
+    text += extraConfiguration + "\n"
+    try text.write(to: conf, atomically: true, encoding: .utf8)
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: Broker.executable)
+    process.arguments = ["-c", conf.path]
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+    try process.run()
+    self.process = process
+    let deadline = Date().addingTimeInterval(10)
+    while Date() < deadline {
+      if canConnect(port: port) { return }
+      if !process.isRunning {
+        throw TestFailure("mosquitto exited at start; see \(directory.path)/broker.log")
+      }
+      usleep(20_000)
+    }
+    throw TestFailure("mosquitto did not listen on \(port) within 10 s")
+  }
+
+  /// Stops the broker with `signal` (SIGTERM: clean, saves persistence; SIGKILL: crash).
+  public func stop(signal: Int32 = SIGTERM) {
+    guard let process, process.isRunning else { return }
+    kill(process.processIdentifier, signal)
+    process.waitUntilExit()
+    self.process = nil
+  }
+
+  /// Replaces the listener configuration (takes effect at the next ``start()``).
+  public func reconfigure(_ configuration: String) {
+    extraConfiguration = configuration
+  }
+
+  /// The broker's log so far (for failure messages).
+  public var log: String {
+    (try? String(contentsOfFile: directory.path + "/broker.log", encoding: .utf8)) ?? ""
+  }
+
+  /// Writes a mosquitto password file with one user and returns its path.
+  public func passwordFile(user: String, password: String) throws -> String {
+    let path = directory.path + "/passwd"
+    FileManager.default.createFile(atPath: path, contents: nil)
+    let result = try runProcess("/usr/bin/mosquitto_passwd", ["-b", path, user, password])
+    guard result.status == 0 else { throw TestFailure("mosquitto_passwd failed: \(result.output)") }
+    return path
+  }
+}
+
+/// An error thrown by test helpers.
+public struct TestFailure: Error, CustomStringConvertible {
+  /// What went wrong.
+  public let description: String
+  /// Creates the error.
+  public init(_ description: String) { self.description = description }
+}
+
+/// Finds a TCP port that is free on 127.0.0.1 right now.
+public func freeLoopbackPort() throws -> Int {
+  let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+  guard fd >= 0 else { throw TestFailure("socket() failed") }
+  defer { close(fd) }
+  var address = sockaddr_in()
+  address.sin_family = sa_family_t(AF_INET)
+  address.sin_port = 0
+  address.sin_addr.s_addr = inet_addr("127.0.0.1")
+  var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+  let bound = withUnsafeMutablePointer(to: &address) {
+    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+      bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+    }
+  }
+  guard bound else { throw TestFailure("bind() failed") }
+  return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// Whether something accepts TCP connections on 127.0.0.1:`port`.
+public func canConnect(port: Int) -> Bool {
+  let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+  guard fd >= 0 else { return false }
+  defer { close(fd) }
+  var address = sockaddr_in()
+  address.sin_family = sa_family_t(AF_INET)
+  address.sin_port = in_port_t(UInt16(port).bigEndian)
+  address.sin_addr.s_addr = inet_addr("127.0.0.1")
+  return withUnsafePointer(to: &address) {
+    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+      connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+    }
+  }
+}
+
+/// Creates a fresh folder under the system's temporary folder.
+public func makeTemporaryDirectory(prefix: String) throws -> URL {
+  let url = FileManager.default.temporaryDirectory
+    .appendingPathComponent("gatt2mqtt-\(prefix)-\(UUID().uuidString.prefix(8))")
+  try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+  return url
+}
+
+/// Runs a program to completion and returns its exit status and combined output.
+@discardableResult
+public func runProcess(
+  _ executable: String, _ arguments: [String], environment: [String: String]? = nil
+) throws -> (status: Int32, output: String) {
+  let process = Process()
+  process.executableURL = URL(fileURLWithPath: executable)
+  process.arguments = arguments
+  if let environment { process.environment = environment }
+  let pipe = Pipe()
+  process.standardOutput = pipe
+  process.standardError = pipe
+  try process.run()
+  let data = pipe.fileHandleForReading.readDataToEndOfFile()
+  process.waitUntilExit()
+  return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}
+
+/// Polls `condition` every 20 ms until it holds or `timeout` seconds pass.
+public func eventually(
+  timeout: Double = 10, _ condition: @Sendable () async throws -> Bool
+) async rethrows -> Bool {
+  let deadline = Date().addingTimeInterval(timeout)
+  while Date() < deadline {
+    if try await condition() { return true }
+    try? await Task.sleep(for: .milliseconds(20))
+  }
+  return try await condition()
+}
