@@ -22,6 +22,7 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
     .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
     .package(url: "https://github.com/apple/swift-collections", exact: "1.6.0"),
+    .package(url: "https://github.com/jpsim/Yams", exact: "6.2.2"),
   ],
   targets: [
     // C adapters: only `Mosquitto` imports CMosquitto, only `DBus` (later) imports CDBus.
@@ -43,6 +44,7 @@ let package = Package(
       dependencies: [
         "Mosquitto", "BridgeCore",
         .product(name: "Configuration", package: "swift-configuration"),
+        .product(name: "Yams", package: "Yams"),
         .product(name: "Logging", package: "swift-log"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
       ],

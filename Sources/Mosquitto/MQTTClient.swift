@@ -47,6 +47,11 @@ public final class MQTTClient: Sendable {
       configuration: configuration, logger: logger, messages: messageSink, events: eventSink)
   }
 
+  deinit {
+    // The loop thread holds the core; tell it to stop when nobody can use the client anymore.
+    core.send(.stop)
+  }
+
   /// The linked libmosquitto version, e.g. `2.0.11`.
   public static var libraryVersion: String { MosquittoLibrary.version }
 

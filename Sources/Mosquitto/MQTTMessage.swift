@@ -70,6 +70,9 @@ public struct MQTTMessage: Sendable, Hashable {
   public var retain: Bool
   /// MQTT 5 properties.
   public var properties: MQTTPublishProperties
+  /// For received QoS ≥ 1 messages, the broker's packet identifier (0 otherwise). A broker
+  /// re-delivering a message it could not confirm (after a restart, say) reuses the identifier.
+  public var packetIdentifier: Int = 0
 
   /// Creates a message with a byte payload.
   public init(

@@ -1,5 +1,5 @@
-import Foundation
-import Glibc
+public import Foundation
+public import Glibc
 
 /// A real `mosquitto` broker on a free loopback port, started and stopped by a test.
 public final class Broker: @unchecked Sendable {
@@ -16,7 +16,7 @@ public final class Broker: @unchecked Sendable {
   /// Folder holding the broker's configuration, logs and persistence.
   public let directory: URL
   private var extraConfiguration: String
-  private var process: Process?
+  private var process: ChildProcess?
 
   /// Prepares a broker; call ``start()``.
   /// - Parameters:
@@ -43,12 +43,8 @@ public final class Broker: @unchecked Sendable {
     text += "listener \(port) 127.0.0.1\n"
     text += extraConfiguration + "\n"
     try text.write(to: conf, atomically: true, encoding: .utf8)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: Broker.executable)
-    process.arguments = ["-c", conf.path]
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-    try process.run()
+    let process = try ChildProcess(
+      Broker.executable, ["-c", conf.path], outputPath: directory.path + "/broker.out")
     self.process = process
     let deadline = Date().addingTimeInterval(10)
     while Date() < deadline {
@@ -63,9 +59,9 @@ public final class Broker: @unchecked Sendable {
 
   /// Stops the broker with `signal` (SIGTERM: clean, saves persistence; SIGKILL: crash).
   public func stop(signal: Int32 = SIGTERM) {
-    guard let process, process.isRunning else { return }
-    kill(process.processIdentifier, signal)
-    process.waitUntilExit()
+    guard let process else { return }
+    process.signal(signal)
+    process.wait()
     self.process = nil
   }
 
@@ -82,7 +78,7 @@ public final class Broker: @unchecked Sendable {
   /// Writes a mosquitto password file with one user and returns its path.
   public func passwordFile(user: String, password: String) throws -> String {
     let path = directory.path + "/passwd"
-    FileManager.default.createFile(atPath: path, contents: nil)
+    _ = FileManager.default.createFile(atPath: path, contents: nil)
     let result = try runProcess("/usr/bin/mosquitto_passwd", ["-b", path, user, password])
     guard result.status == 0 else { throw TestFailure("mosquitto_passwd failed: \(result.output)") }
     return path
@@ -138,24 +134,6 @@ public func makeTemporaryDirectory(prefix: String) throws -> URL {
     .appendingPathComponent("gatt2mqtt-\(prefix)-\(UUID().uuidString.prefix(8))")
   try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
   return url
-}
-
-/// Runs a program to completion and returns its exit status and combined output.
-@discardableResult
-public func runProcess(
-  _ executable: String, _ arguments: [String], environment: [String: String]? = nil
-) throws -> (status: Int32, output: String) {
-  let process = Process()
-  process.executableURL = URL(fileURLWithPath: executable)
-  process.arguments = arguments
-  if let environment { process.environment = environment }
-  let pipe = Pipe()
-  process.standardOutput = pipe
-  process.standardError = pipe
-  try process.run()
-  let data = pipe.fileHandleForReading.readDataToEndOfFile()
-  process.waitUntilExit()
-  return (process.terminationStatus, String(decoding: data, as: UTF8.self))
 }
 
 /// Polls `condition` every 20 ms until it holds or `timeout` seconds pass.

@@ -61,11 +61,11 @@ func mosquittoOnMessage(
     payload = Array(UnsafeRawBufferPointer(start: bytes, count: Int(m.payloadlen)))
   }
   let qos = MQTTQoS(rawValue: Int(m.qos)) ?? .atMostOnce
-  target.record(
-    .message(
-      MQTTMessage(
-        topic: topic, payload: payload, qos: qos, retain: m.retain,
-        properties: PropertyList.read(properties))))
+  var copy = MQTTMessage(
+    topic: topic, payload: payload, qos: qos, retain: m.retain,
+    properties: PropertyList.read(properties))
+  copy.packetIdentifier = Int(m.mid)
+  target.record(.message(copy))
 }
 
 func mosquittoOnLog(

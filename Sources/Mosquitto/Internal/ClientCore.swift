@@ -16,6 +16,8 @@ enum Command: Sendable {
   case retain(MQTTMessage)
   case forgetRetained(String)
   case shutdown([MQTTMessage], timeout: Double, Waiter)
+  /// The owning client is gone: disconnect at once and end the thread.
+  case stop
 }
 
 /// What a C callback saw, recorded for the loop to process once the C call has returned.
@@ -49,7 +51,8 @@ final class ClientCore: @unchecked Sendable {
   let logger: Logger
   let messages: AsyncStream<MQTTMessage>.Continuation
   let events: AsyncStream<MQTTClientEvent>.Continuation
-  let inbox = Mutex<[Command]>([])
+  /// Commands for the loop thread; `closed` once the thread has ended.
+  let inbox = Mutex<(commands: [Command], closed: Bool)>(([], false))
   let stats = Mutex(MQTTStatistics())
   let started = Mutex(false)
   /// Read and write ends of the wake-up pipe (other threads write, the loop polls).
@@ -202,7 +205,14 @@ final class ClientCore: @unchecked Sendable {
 
   /// Queues a command for the loop thread and wakes it.
   func send(_ command: Command) {
-    inbox.withLock { $0.append(command) }
+    let accepted = inbox.withLock { inbox in
+      if !inbox.closed { inbox.commands.append(command) }
+      return !inbox.closed
+    }
+    guard accepted else {
+      ClientCore.refuse(command)
+      return
+    }
     var one: UInt8 = 1
     _ = write(wakeWriteFD, &one, 1)  // a full pipe already means "wake up"
   }
@@ -217,15 +227,26 @@ final class ClientCore: @unchecked Sendable {
   private func runLoop() {
     while true {
       drainInbox()
-      if case .stopped = phase { break }
       connectIfDue()
+      settle()
+      if case .stopped = phase { break }
       pollOnce()
-      processRecords()
-      if needsResync { resync() }
-      advanceShutdown()
+      settle()
       if case .stopped = phase { break }
     }
     finish()
+  }
+
+  /// Processes what callbacks recorded (C calls made by commands can complete writes at once),
+  /// re-synchronises after a new connection and moves a shutdown forward.
+  private func settle() {
+    processRecords()
+    if needsResync {
+      resync()
+      processRecords()
+    }
+    advanceShutdown()
+    processRecords()
   }
 
   private func pollOnce() {
@@ -451,20 +472,15 @@ final class ClientCore: @unchecked Sendable {
 
   private func drainInbox() {
     let commands = inbox.withLock { inbox in
-      defer { inbox.removeAll() }
-      return inbox
+      defer { inbox.commands.removeAll() }
+      return inbox.commands
     }
     for command in commands { execute(command) }
   }
 
   private func execute(_ command: Command) {
     if case .stopped = phase {
-      switch command {
-      case .publish(_, let waiter), .subscribe(_, _, let waiter), .unsubscribe(_, let waiter):
-        waiter?.resume(throwing: MQTTError(.stopped, "the MQTT client has stopped"))
-      case .shutdown(_, _, let waiter): waiter.resume()
-      case .retain, .forgetRetained: break
-      }
+      ClientCore.refuse(command)
       return
     }
     switch command {
@@ -497,6 +513,8 @@ final class ClientCore: @unchecked Sendable {
     case .forgetRetained(let topic):
       retained[topic] = nil
       retainedOrder.removeAll { $0 == topic }
+    case .stop:
+      phase = .stopped
     case .shutdown(let finals, let timeout, let waiter):
       shutdownWaiter = waiter
       guard case .connected = phase else {
@@ -638,16 +656,23 @@ final class ClientCore: @unchecked Sendable {
     messages.finish()
     shutdownWaiter?.resume()
     shutdownWaiter = nil
-    // Answer whatever arrived while stopping.
-    while true {
-      let rest = inbox.withLock { inbox in
-        defer { inbox.removeAll() }
-        return inbox
-      }
-      if rest.isEmpty { break }
-      for command in rest { execute(command) }
+    // Answer whatever arrived while stopping; later commands are refused by `send`.
+    let rest = inbox.withLock { inbox in
+      inbox.closed = true
+      defer { inbox.commands.removeAll() }
+      return inbox.commands
     }
-    started.withLock { _ in }
+    for command in rest { ClientCore.refuse(command) }
+  }
+
+  /// Answers a command that arrives after the loop thread has ended.
+  private static func refuse(_ command: Command) {
+    switch command {
+    case .publish(_, let waiter), .subscribe(_, _, let waiter), .unsubscribe(_, let waiter):
+      waiter?.resume(throwing: MQTTError(.stopped, "the MQTT client has stopped"))
+    case .shutdown(_, _, let waiter): waiter.resume()
+    case .retain, .forgetRetained, .stop: break
+    }
   }
 
   // MARK: errors

@@ -1,0 +1,90 @@
+/// A 48-bit Bluetooth device address, written `AA:BB:CC:DD:EE:FF`.
+public struct BluetoothAddress: Sendable, Hashable, Comparable, CustomStringConvertible {
+  /// Why a string is not a Bluetooth address.
+  public enum Error: Swift.Error, Sendable, Hashable, CustomStringConvertible {
+    /// The string has `byteCount` bytes; an address has 12 hex digits, or 17 characters with
+    /// separators.
+    case invalidLength(byteCount: Int)
+    /// The byte at this offset is neither a hex digit nor a separator in its place.
+    case invalidCharacter(offset: Int)
+
+    /// The stable machine-readable code, `invalid_payload`.
+    public var code: String { "invalid_payload" }
+
+    /// A sentence for people.
+    public var description: String {
+      switch self {
+      case .invalidLength(let byteCount):
+        "a Bluetooth address has 12 hex digits (optionally separated by ':' or '-'), "
+          + "not \(byteCount) characters"
+      case .invalidCharacter(let offset):
+        "the Bluetooth address has an unexpected character at byte \(offset)"
+      }
+    }
+  }
+
+  /// The address as a number, the first written byte most significant.
+  public let value: UInt64
+
+  /// Parses an address.
+  ///
+  /// Accepts hex digits of either case, as `aa:bb:cc:dd:ee:ff`, `aa-bb-cc-dd-ee-ff` (one
+  /// separator used throughout) or `aabbccddeeff`.
+  ///
+  /// - Parameter string: The address.
+  /// - Throws: ``Error`` naming the problem.
+  public init(_ string: String) throws(Error) {
+    let bytes = Array(string.utf8)
+    let separator: UInt8?
+    switch bytes.count {
+    case 12: separator = nil
+    case 17: separator = bytes[2]
+    default: throw .invalidLength(byteCount: bytes.count)
+    }
+    if let separator, separator != UInt8(ascii: ":") && separator != UInt8(ascii: "-") {
+      throw .invalidCharacter(offset: 2)
+    }
+    var value: UInt64 = 0
+    var offset = 0
+    for index in 0..<6 {
+      if index > 0, let separator {
+        guard bytes[offset] == separator else { throw .invalidCharacter(offset: offset) }
+        offset += 1
+      }
+      for _ in 0..<2 {
+        guard let digit = Hex.value(of: bytes[offset]) else {
+          throw .invalidCharacter(offset: offset)
+        }
+        value = value << 4 | UInt64(digit)
+        offset += 1
+      }
+    }
+    self.value = value
+  }
+
+  /// Makes an address from its six bytes in written order.
+  ///
+  /// - Parameter bytes: Six bytes, `bytes[0]` written first; any other count gives `nil`.
+  public init?(bytes: [UInt8]) {
+    guard bytes.count == 6 else { return nil }
+    value = bytes.reduce(0) { $0 << 8 | UInt64($1) }
+  }
+
+  /// The six bytes in written order (`AA` first).
+  public var bytes: [UInt8] {
+    (0..<6).map { UInt8(truncatingIfNeeded: value >> (40 - 8 * UInt64($0))) }
+  }
+
+  /// The canonical form, `AA:BB:CC:DD:EE:FF`.
+  public var description: String {
+    bytes.map { Hex.encode([$0]).uppercased() }.joined(separator: ":")
+  }
+
+  /// The twelve upper-case hex digits without separators, `AABBCCDDEEFF`.
+  public var compactForm: String { Hex.encode(value, width: 12).uppercased() }
+
+  /// Orders addresses numerically.
+  public static func < (lhs: BluetoothAddress, rhs: BluetoothAddress) -> Bool {
+    lhs.value < rhs.value
+  }
+}

@@ -1,0 +1,74 @@
+extension Topics {
+  /// An inbound topic the gateway serves, recognised by ``Topics/parseRequest(_:)``.
+  public enum Request: Sendable, Hashable {
+    /// `<base>/bridge/<gw>/request/<verb>`; the verb may have several levels (`device/connect`).
+    case bridge(verb: String)
+    /// `<base>/bridge/<gw>/peripheral/text/set`.
+    case peripheralText
+    /// `<base>/<dev>/connection/set`.
+    case connectionSet(DeviceID)
+    /// `<base>/<dev>/gatt/<svc>/<chr>/get`.
+    case get(CharacteristicPath)
+    /// `<base>/<dev>/gatt/<svc>/<chr>/set`.
+    case set(CharacteristicPath)
+    /// `<base>/<dev>/gatt/<svc>/<chr>/notify`.
+    case notify(CharacteristicPath)
+  }
+
+  /// Recognises an inbound topic of this gateway.
+  ///
+  /// Bridge topics of other gateways, outbound topics, and device topics with a device id that is
+  /// not a valid friendly name or UUID levels that do not parse give `nil`. UUID levels are
+  /// accepted in any form ``BluetoothUUID/init(_:)`` parses, of either case; the other levels
+  /// compare byte for byte.
+  ///
+  /// - Parameter topic: A received topic.
+  /// - Returns: The request, or `nil` when the topic is not one the gateway serves.
+  public func parseRequest(_ topic: TopicName) -> Request? {
+    let levels = topic.levels
+    let baseLevels = TopicRules.levels(base)
+    guard levels.count > baseLevels.count,
+      zip(baseLevels, levels).allSatisfy({ $0.hasSameBytes(as: $1) })
+    else { return nil }
+    let rest = levels[baseLevels.count...]
+    let start = rest.startIndex
+    let count = rest.count
+
+    if rest[start].hasSameBytes(as: "bridge") {
+      guard count >= 3, rest[start + 1].hasSameBytes(as: gateway.rawValue) else { return nil }
+      let tail = rest[(start + 2)...]
+      if tail[tail.startIndex].hasSameBytes(as: "request"), tail.count >= 2 {
+        return .bridge(verb: tail.dropFirst().joined(separator: "/"))
+      }
+      if tail.count == 3, tail.elementsEqual(["peripheral", "text", "set"], by: Self.sameBytes) {
+        return .peripheralText
+      }
+      return nil
+    }
+
+    let end = rest.endIndex
+    if count >= 3, rest[(end - 2)...].elementsEqual(["connection", "set"], by: Self.sameBytes) {
+      return Self.deviceID(rest[..<(end - 2)]).map { .connectionSet($0) }
+    }
+    guard count >= 5, rest[end - 4].hasSameBytes(as: "gatt"),
+      let device = Self.deviceID(rest[..<(end - 4)]),
+      let service = try? BluetoothUUID(String(rest[end - 3])),
+      let characteristic = try? BluetoothUUID(String(rest[end - 2]))
+    else { return nil }
+    let path = CharacteristicPath(
+      device: device, service: service, characteristic: characteristic)
+    let verb = rest[end - 1]
+    if verb.hasSameBytes(as: "get") { return .get(path) }
+    if verb.hasSameBytes(as: "set") { return .set(path) }
+    if verb.hasSameBytes(as: "notify") { return .notify(path) }
+    return nil
+  }
+
+  private static func sameBytes(_ lhs: Substring, _ rhs: String) -> Bool {
+    lhs.hasSameBytes(as: rhs)
+  }
+
+  private static func deviceID(_ levels: ArraySlice<Substring>) -> DeviceID? {
+    try? DeviceID(friendlyName: levels.joined(separator: "/"))
+  }
+}

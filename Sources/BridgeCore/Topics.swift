@@ -1,0 +1,260 @@
+/// The topic map of the topic contract (TOPICS.md) for one base topic and one gateway.
+///
+/// Every topic the gateway publishes or subscribes to comes from here; all of them are valid by
+/// construction, so only the ones built from an arbitrary verb can fail.
+public struct Topics: Sendable, Hashable {
+  /// Why a base topic or verb is not usable.
+  public typealias Error = TopicError
+
+  /// The default `mqtt.base_topic`.
+  public static let defaultBase = "gatt2mqtt"
+
+  /// The most UTF-8 bytes a base topic may have.
+  public static let maximumBaseByteCount = 1024
+
+  /// The base topic, `<base>`.
+  public let base: String
+  /// This gateway, `<gw>`.
+  public let gateway: GatewayID
+
+  /// Makes the topic map.
+  ///
+  /// - Parameters:
+  ///   - base: The base topic: non-empty levels separated by `/`, no wildcards, NUL or control
+  ///     characters, not starting with `$` (reserved for the broker), at most
+  ///     ``maximumBaseByteCount`` bytes.
+  ///   - gateway: This gateway's id.
+  /// - Throws: ``TopicError`` naming the problem with `base`.
+  public init(base: String = Topics.defaultBase, gateway: GatewayID) throws(TopicError) {
+    try TopicRules.validate(base, kind: .name, limit: Self.maximumBaseByteCount)
+    if base.utf8.first == UInt8(ascii: "$") { throw .reservedName(base) }
+    self.base = base
+    self.gateway = gateway
+  }
+
+  // MARK: Bridge plane
+
+  /// `<base>/bridge/<gw>/state`: `{"state":"online"|"offline"}`, retained, also the last will.
+  public var bridgeState: TopicName { bridge("state") }
+  /// `<base>/bridge/<gw>/info`: versions and configuration summary, retained.
+  public var bridgeInfo: TopicName { bridge("info") }
+  /// `<base>/bridge/<gw>/adapters`: the adapters and their states, retained.
+  public var bridgeAdapters: TopicName { bridge("adapters") }
+  /// `<base>/bridge/<gw>/devices`: the known devices, retained.
+  public var bridgeDevices: TopicName { bridge("devices") }
+  /// `<base>/bridge/<gw>/event`: gateway events.
+  public var bridgeEvent: TopicName { bridge("event") }
+  /// `<base>/bridge/<gw>/health`: rates, counters, queue depths.
+  public var bridgeHealth: TopicName { bridge("health") }
+
+  /// `<base>/bridge/<gw>/request/#`: the filter for every bridge request.
+  public var bridgeRequestFilter: TopicFilter {
+    TopicFilter(unchecked: "\(bridgePrefix)/request/#")
+  }
+
+  /// `<base>/bridge/<gw>/request/<verb>`.
+  ///
+  /// - Parameter verb: The verb, one or more levels, for example `device/connect`.
+  /// - Returns: The request topic.
+  /// - Throws: ``TopicError`` when the verb is not valid topic levels.
+  public func bridgeRequest(verb: String) throws(TopicError) -> TopicName {
+    try TopicName("\(bridgePrefix)/request/\(verb)")
+  }
+
+  /// `<base>/bridge/<gw>/response/<verb>`.
+  ///
+  /// - Parameter verb: The verb of the request being answered, for example `device/connect`.
+  /// - Returns: The response topic.
+  /// - Throws: ``TopicError`` when the verb is not valid topic levels or the topic too long.
+  public func bridgeResponse(verb: String) throws(TopicError) -> TopicName {
+    try TopicName("\(bridgePrefix)/response/\(verb)")
+  }
+
+  // MARK: Peripheral plane
+
+  /// `<base>/bridge/<gw>/peripheral/text/set`: the text the transfer service serves (inbound).
+  public var peripheralTextSet: TopicName { bridge("peripheral/text/set") }
+  /// `<base>/bridge/<gw>/peripheral/state`: the peripheral's state, retained.
+  public var peripheralState: TopicName { bridge("peripheral/state") }
+  /// `<base>/bridge/<gw>/peripheral/event`: subscriptions and transfers.
+  public var peripheralEvent: TopicName { bridge("peripheral/event") }
+
+  // MARK: Device plane
+
+  /// `<base>/<dev>/advertisement`.
+  ///
+  /// - Parameter device: The device.
+  /// - Returns: The topic.
+  public func advertisement(_ device: DeviceID) -> TopicName {
+    self.device(device, "advertisement")
+  }
+
+  /// `<base>/<dev>/presence`, retained.
+  ///
+  /// - Parameter device: The device.
+  /// - Returns: The topic.
+  public func presence(_ device: DeviceID) -> TopicName { self.device(device, "presence") }
+
+  /// `<base>/<dev>/availability`, retained.
+  ///
+  /// - Parameter device: The device.
+  /// - Returns: The topic.
+  public func availability(_ device: DeviceID) -> TopicName { self.device(device, "availability") }
+
+  /// `<base>/<dev>/connection`, retained.
+  ///
+  /// - Parameter device: The device.
+  /// - Returns: The topic.
+  public func connection(_ device: DeviceID) -> TopicName { self.device(device, "connection") }
+
+  /// `<base>/<dev>/connection/set` (inbound).
+  ///
+  /// - Parameter device: The device.
+  /// - Returns: The topic.
+  public func connectionSet(_ device: DeviceID) -> TopicName {
+    self.device(device, "connection/set")
+  }
+
+  /// `<base>/<dev>/gatt`: the GATT tree, retained.
+  ///
+  /// - Parameter device: The device.
+  /// - Returns: The topic.
+  public func gatt(_ device: DeviceID) -> TopicName { self.device(device, "gatt") }
+
+  /// `<base>/<dev>/transfer`: reassembled transfer-protocol texts.
+  ///
+  /// - Parameter device: The device.
+  /// - Returns: The topic.
+  public func transfer(_ device: DeviceID) -> TopicName { self.device(device, "transfer") }
+
+  /// `<base>/<dev>/gatt/<svc>/<chr>`: the characteristic's value.
+  ///
+  /// - Parameters:
+  ///   - device: The device.
+  ///   - service: The service's UUID.
+  ///   - characteristic: The characteristic's UUID.
+  /// - Returns: The topic.
+  public func value(
+    _ device: DeviceID, service: BluetoothUUID, characteristic: BluetoothUUID
+  ) -> TopicName {
+    self.characteristic(device, service, characteristic, nil)
+  }
+
+  /// `<base>/<dev>/gatt/<svc>/<chr>/get` (inbound): read requests.
+  ///
+  /// - Parameters:
+  ///   - device: The device.
+  ///   - service: The service's UUID.
+  ///   - characteristic: The characteristic's UUID.
+  /// - Returns: The topic.
+  public func get(
+    _ device: DeviceID, service: BluetoothUUID, characteristic: BluetoothUUID
+  ) -> TopicName {
+    self.characteristic(device, service, characteristic, "get")
+  }
+
+  /// `<base>/<dev>/gatt/<svc>/<chr>/set` (inbound): write requests.
+  ///
+  /// - Parameters:
+  ///   - device: The device.
+  ///   - service: The service's UUID.
+  ///   - characteristic: The characteristic's UUID.
+  /// - Returns: The topic.
+  public func set(
+    _ device: DeviceID, service: BluetoothUUID, characteristic: BluetoothUUID
+  ) -> TopicName {
+    self.characteristic(device, service, characteristic, "set")
+  }
+
+  /// `<base>/<dev>/gatt/<svc>/<chr>/notify` (inbound, retained): desired notification state.
+  ///
+  /// - Parameters:
+  ///   - device: The device.
+  ///   - service: The service's UUID.
+  ///   - characteristic: The characteristic's UUID.
+  /// - Returns: The topic.
+  public func notify(
+    _ device: DeviceID, service: BluetoothUUID, characteristic: BluetoothUUID
+  ) -> TopicName {
+    self.characteristic(device, service, characteristic, "notify")
+  }
+
+  /// `<base>/<dev>/gatt/<svc>/<chr>/result`: outcomes of reads, writes and notify changes.
+  ///
+  /// - Parameters:
+  ///   - device: The device.
+  ///   - service: The service's UUID.
+  ///   - characteristic: The characteristic's UUID.
+  /// - Returns: The topic.
+  public func result(
+    _ device: DeviceID, service: BluetoothUUID, characteristic: BluetoothUUID
+  ) -> TopicName {
+    self.characteristic(device, service, characteristic, "result")
+  }
+
+  /// `<base>/<dev>/gatt/<svc>/<chr>`: the characteristic's value.
+  ///
+  /// - Parameter path: The characteristic.
+  /// - Returns: The topic.
+  public func value(_ path: CharacteristicPath) -> TopicName {
+    value(path.device, service: path.service, characteristic: path.characteristic)
+  }
+
+  /// `<base>/<dev>/gatt/<svc>/<chr>/result`.
+  ///
+  /// - Parameter path: The characteristic.
+  /// - Returns: The topic.
+  public func result(_ path: CharacteristicPath) -> TopicName {
+    result(path.device, service: path.service, characteristic: path.characteristic)
+  }
+
+  /// The filters for every device-plane request of devices whose id is one level (every
+  /// address-based id): `<base>/+/connection/set` and `<base>/+/gatt/+/+/get|set|notify`.
+  ///
+  /// Friendly names with `/` need ``deviceRequestFilters(for:)`` in addition.
+  public var deviceRequestFilters: [TopicFilter] {
+    [
+      TopicFilter(unchecked: "\(base)/+/connection/set"),
+      TopicFilter(unchecked: "\(base)/+/gatt/+/+/get"),
+      TopicFilter(unchecked: "\(base)/+/gatt/+/+/set"),
+      TopicFilter(unchecked: "\(base)/+/gatt/+/+/notify"),
+    ]
+  }
+
+  /// The filters for every device-plane request of one device: `<base>/<dev>/connection/set`
+  /// and `<base>/<dev>/gatt/+/+/get|set|notify`.
+  ///
+  /// - Parameter device: The device.
+  /// - Returns: Four filters.
+  public func deviceRequestFilters(for device: DeviceID) -> [TopicFilter] {
+    let prefix = "\(base)/\(device.rawValue)"
+    return [
+      TopicFilter(unchecked: "\(prefix)/connection/set"),
+      TopicFilter(unchecked: "\(prefix)/gatt/+/+/get"),
+      TopicFilter(unchecked: "\(prefix)/gatt/+/+/set"),
+      TopicFilter(unchecked: "\(prefix)/gatt/+/+/notify"),
+    ]
+  }
+
+  // MARK: Building
+
+  private var bridgePrefix: String { "\(base)/bridge/\(gateway.rawValue)" }
+
+  private func bridge(_ suffix: String) -> TopicName {
+    TopicName(unchecked: "\(bridgePrefix)/\(suffix)")
+  }
+
+  private func device(_ device: DeviceID, _ suffix: String) -> TopicName {
+    TopicName(unchecked: "\(base)/\(device.rawValue)/\(suffix)")
+  }
+
+  private func characteristic(
+    _ device: DeviceID, _ service: BluetoothUUID, _ characteristic: BluetoothUUID,
+    _ suffix: String?
+  ) -> TopicName {
+    let path =
+      "\(base)/\(device.rawValue)/gatt/\(service.topicSegment)/"
+      + characteristic.topicSegment
+    return TopicName(unchecked: suffix.map { "\(path)/\($0)" } ?? path)
+  }
+}

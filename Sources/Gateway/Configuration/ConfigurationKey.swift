@@ -1,0 +1,87 @@
+/// One key of the configuration schema: its dotted path, what it accepts, and how each source
+/// spells it.
+struct ConfigurationKey: Sendable {
+  /// The dotted snake_case path, as nested in the YAML file: `mqtt.tls.ca_file`.
+  let path: String
+  /// What the key accepts.
+  let type: ConfigurationLoader.KeyType
+  /// Whether the key may be absent (its property is optional): YAML `null` means "not set".
+  let isOptional: Bool
+  /// Whether the value is a secret: never echoed, shown as `***`.
+  let isSecret: Bool
+
+  init(
+    _ path: String, _ type: ConfigurationLoader.KeyType, optional: Bool = false,
+    secret: Bool = false
+  ) {
+    self.path = path
+    self.type = type
+    self.isOptional = optional
+    self.isSecret = secret
+  }
+
+  /// The prefix of every environment variable of the gateway.
+  static let environmentPrefix = "GATT2MQTT_"
+
+  /// `GATT2MQTT_MQTT_TLS_CA_FILE` for `mqtt.tls.ca_file`.
+  var environmentName: String {
+    Self.environmentPrefix + path.uppercased().replacing(".", with: "_")
+  }
+
+  /// `--mqtt.tls.ca-file` for `mqtt.tls.ca_file`: the spelling used in messages.
+  var optionName: String { "--" + path.replacing("_", with: "-") }
+
+  /// The spelling-independent form of an option name: `.`, `_` and `-` all become `-`.
+  static func normalizedOptionName(_ name: String) -> String {
+    name.replacing(".", with: "-").replacing("_", with: "-")
+  }
+
+  /// Every key, in the order of the example file and of the summary.
+  static let all: [ConfigurationKey] = [
+    .init("mqtt.host", .nonEmptyString),
+    .init("mqtt.port", .integer(1...65535)),
+    .init("mqtt.client_id", .nonEmptyString, optional: true),
+    .init("mqtt.keepalive", .integer(5...65535)),
+    .init("mqtt.clean_session", .boolean),
+    .init(
+      "mqtt.protocol", .choice(GatewayConfiguration.MQTT.ProtocolVersion.allCases.map(\.rawValue))),
+    .init("mqtt.username", .nonEmptyString, optional: true),
+    .init("mqtt.password", .string, optional: true, secret: true),
+    .init("mqtt.base_topic", .topicPrefix),
+    .init("mqtt.qos", .integer(0...2)),
+    .init("mqtt.retain_values", .boolean),
+    .init("mqtt.tls.enabled", .boolean),
+    .init("mqtt.tls.ca_file", .nonEmptyString, optional: true),
+    .init("mqtt.tls.cert_file", .nonEmptyString, optional: true),
+    .init("mqtt.tls.key_file", .nonEmptyString, optional: true),
+    .init("mqtt.tls.insecure", .boolean),
+    .init("mqtt.reconnect.min_delay", .number(greaterThan: 0, atMost: 86_400)),
+    .init("mqtt.reconnect.max_delay", .number(greaterThan: 0, atMost: 86_400)),
+    .init("mqtt.offline_queue.max_messages", .integer(1...Int.max)),
+    .init(
+      "mqtt.offline_queue.policy",
+      .choice(GatewayConfiguration.MQTT.OfflineQueue.DropPolicy.allCases.map(\.rawValue))),
+    .init("gateway.id", .topicLevel, optional: true),
+    .init("gateway.health_interval", .number(greaterThan: 0, atMost: 86_400)),
+    .init("log.level", .choice(GatewayConfiguration.Log.Level.allCases.map(\.rawValue))),
+  ]
+
+  /// The keys by dotted path.
+  static let byPath: [String: ConfigurationKey] = Dictionary(
+    uniqueKeysWithValues: all.map { ($0.path, $0) })
+
+  /// The keys by environment variable name.
+  static let byEnvironmentName: [String: ConfigurationKey] = Dictionary(
+    uniqueKeysWithValues: all.map { ($0.environmentName, $0) })
+
+  /// The keys by normalized option name (`mqtt-tls-ca-file`).
+  static let byNormalizedOptionName: [String: ConfigurationKey] = Dictionary(
+    uniqueKeysWithValues: all.map { (normalizedOptionName($0.path), $0) })
+
+  /// The paths of the mappings that hold keys: `mqtt`, `mqtt.tls`, `gateway`, …
+  static let sections: Set<String> = Set(
+    all.flatMap { key in
+      let components = key.path.split(separator: ".")
+      return (1..<components.count).map { components[..<$0].joined(separator: ".") }
+    })
+}

@@ -1,0 +1,90 @@
+extension GatewayConfiguration: CustomStringConvertible, CustomDebugStringConvertible {
+  /// The text that replaces a secret that is set.
+  public static let redacted = "***"
+
+  /// Every key with its value in this configuration, secrets redacted.
+  ///
+  /// The keys are the dotted paths of ``ConfigurationLoader/keyPaths``, in that order. Values
+  /// are written as in the configuration file (`1883`, `true`, `3.1.1`, `drop_oldest`); an
+  /// unset optional key has the value `nil`; a set password is ``redacted``. Suitable for logs
+  /// and the bridge `info` topic.
+  ///
+  /// - Returns: One `(key, value)` pair per configuration key.
+  public func redactedSummary() -> [(key: String, value: String?)] {
+    let values: [String: String?] = [
+      "mqtt.host": mqtt.host,
+      "mqtt.port": String(mqtt.port),
+      "mqtt.client_id": mqtt.clientID,
+      "mqtt.keepalive": String(mqtt.keepalive),
+      "mqtt.clean_session": String(mqtt.cleanSession),
+      "mqtt.protocol": mqtt.protocolVersion.rawValue,
+      "mqtt.username": mqtt.username,
+      "mqtt.password": mqtt.password.map { _ in Self.redacted },
+      "mqtt.base_topic": mqtt.baseTopic,
+      "mqtt.qos": String(mqtt.qos),
+      "mqtt.retain_values": String(mqtt.retainValues),
+      "mqtt.tls.enabled": String(mqtt.tls.enabled),
+      "mqtt.tls.ca_file": mqtt.tls.caFile,
+      "mqtt.tls.cert_file": mqtt.tls.certFile,
+      "mqtt.tls.key_file": mqtt.tls.keyFile,
+      "mqtt.tls.insecure": String(mqtt.tls.insecure),
+      "mqtt.reconnect.min_delay": ConfigurationLoader.KeyType.format(mqtt.reconnect.minDelay),
+      "mqtt.reconnect.max_delay": ConfigurationLoader.KeyType.format(mqtt.reconnect.maxDelay),
+      "mqtt.offline_queue.max_messages": String(mqtt.offlineQueue.maxMessages),
+      "mqtt.offline_queue.policy": mqtt.offlineQueue.policy.rawValue,
+      "gateway.id": gateway.id,
+      "gateway.health_interval": ConfigurationLoader.KeyType.format(gateway.healthInterval),
+      "log.level": log.level.rawValue,
+    ]
+    return ConfigurationKey.all.map { key in
+      guard let value = values[key.path] else {
+        preconditionFailure("redactedSummary() misses the key \(key.path)")
+      }
+      return (key.path, value)
+    }
+  }
+
+  /// `GatewayConfiguration(mqtt.host: localhost, …, mqtt.password: ***, …)`, secrets redacted.
+  public var description: String {
+    "GatewayConfiguration(" + Self.list(redactedSummary()) + ")"
+  }
+
+  /// The same as ``description``: secrets redacted.
+  public var debugDescription: String { description }
+
+  static func list(_ summary: [(key: String, value: String?)]) -> String {
+    summary.map { "\($0.key): \($0.value ?? "nil")" }.joined(separator: ", ")
+  }
+}
+
+extension GatewayConfiguration.MQTT: CustomStringConvertible, CustomDebugStringConvertible,
+  CustomReflectable
+{
+  /// `MQTT(host: localhost, …, password: ***, …)`, the password redacted.
+  public var description: String {
+    let summary = GatewayConfiguration(mqtt: self).redactedSummary().compactMap {
+      entry -> (key: String, value: String?)? in
+      guard entry.key.hasPrefix("mqtt.") else { return nil }
+      return (String(entry.key.dropFirst("mqtt.".count)), entry.value)
+    }
+    return "MQTT(" + GatewayConfiguration.list(summary) + ")"
+  }
+
+  /// The same as ``description``: the password redacted.
+  public var debugDescription: String { description }
+
+  /// The fields as `dump` shows them, the password redacted.
+  public var customMirror: Mirror {
+    let password: String? = password.map { _ in GatewayConfiguration.redacted }
+    return Mirror(
+      self,
+      children: [
+        "host": host, "port": port, "clientID": clientID as Any, "keepalive": keepalive,
+        "cleanSession": cleanSession, "protocolVersion": protocolVersion,
+        "username": username as Any, "password": password as Any, "baseTopic": baseTopic,
+        "qos": qos, "retainValues": retainValues, "tls": tls, "reconnect": reconnect,
+        "offlineQueue": offlineQueue,
+      ],
+      displayStyle: .struct)
+  }
+}

@@ -1,0 +1,120 @@
+import BridgeCore
+import Testing
+
+@Suite("Topics.parseRequest")
+struct TopicsRequestTests {
+  let topics: Topics
+  let device: DeviceID
+  let battery = BluetoothUUID(uuid16: 0x180F)
+  let level = BluetoothUUID(uuid16: 0x2A19)
+
+  init() throws {
+    topics = try Topics(base: "gatt2mqtt", gateway: GatewayID("pi"))
+    device = try DeviceID(friendlyName: "A4C1381E29DF")
+  }
+
+  private func parse(_ string: String) throws -> Topics.Request? {
+    topics.parseRequest(try TopicName(string))
+  }
+
+  private var path: CharacteristicPath {
+    CharacteristicPath(device: device, service: battery, characteristic: level)
+  }
+
+  @Test("recognises bridge requests, including verbs with levels")
+  func bridgeRequests() throws {
+    #expect(try parse("gatt2mqtt/bridge/pi/request/scan") == .bridge(verb: "scan"))
+    #expect(
+      try parse("gatt2mqtt/bridge/pi/request/device/connect") == .bridge(verb: "device/connect"))
+    #expect(try parse("gatt2mqtt/bridge/pi/peripheral/text/set") == .peripheralText)
+  }
+
+  @Test("recognises device-plane requests")
+  func deviceRequests() throws {
+    #expect(try parse("gatt2mqtt/A4C1381E29DF/connection/set") == .connectionSet(device))
+    #expect(try parse("gatt2mqtt/A4C1381E29DF/gatt/180f/2a19/get") == .get(path))
+    #expect(try parse("gatt2mqtt/A4C1381E29DF/gatt/180f/2a19/set") == .set(path))
+    #expect(try parse("gatt2mqtt/A4C1381E29DF/gatt/180f/2a19/notify") == .notify(path))
+  }
+
+  @Test("accepts UUID levels in any form and case")
+  func uuidForms() throws {
+    #expect(
+      try parse("gatt2mqtt/A4C1381E29DF/gatt/180F/00002a19-0000-1000-8000-00805f9b34fb/get")
+        == .get(path))
+    let nus = try BluetoothUUID("6e400001-b5a3-f393-e0a9-e50e24dcca9e")
+    let tx = try BluetoothUUID("6e400002-b5a3-f393-e0a9-e50e24dcca9e")
+    #expect(
+      try parse(
+        "gatt2mqtt/A4C1381E29DF/gatt/6E400001-B5A3-F393-E0A9-E50E24DCCA9E/"
+          + "6e400002-b5a3-f393-e0a9-e50e24dcca9e/set")
+        == .set(CharacteristicPath(device: device, service: nus, characteristic: tx)))
+  }
+
+  @Test("recognises hierarchical friendly names and bases")
+  func hierarchy() throws {
+    let nested = try Topics(base: "home/ble", gateway: GatewayID("pi"))
+    let friendly = try DeviceID(friendlyName: "kitchen/thermometer")
+    #expect(
+      nested.parseRequest(try TopicName("home/ble/kitchen/thermometer/connection/set"))
+        == .connectionSet(friendly))
+    #expect(
+      nested.parseRequest(try TopicName("home/ble/kitchen/thermometer/gatt/180f/2a19/notify"))
+        == .notify(CharacteristicPath(device: friendly, service: battery, characteristic: level)))
+    #expect(
+      nested.parseRequest(try TopicName("home/ble/bridge/pi/request/scan")) == .bridge(verb: "scan")
+    )
+    #expect(nested.parseRequest(try TopicName("gatt2mqtt/bridge/pi/request/scan")) == nil)
+    #expect(nested.parseRequest(try TopicName("home/bridge/pi/request/scan")) == nil)
+  }
+
+  @Test("round-trips every inbound topic it builds")
+  func roundTrips() throws {
+    #expect(topics.parseRequest(topics.connectionSet(device)) == .connectionSet(device))
+    #expect(
+      topics.parseRequest(topics.get(device, service: battery, characteristic: level))
+        == .get(path))
+    #expect(
+      topics.parseRequest(topics.set(device, service: battery, characteristic: level))
+        == .set(path))
+    #expect(
+      topics.parseRequest(topics.notify(device, service: battery, characteristic: level))
+        == .notify(path))
+    #expect(topics.parseRequest(topics.peripheralTextSet) == .peripheralText)
+    #expect(
+      topics.parseRequest(try topics.bridgeRequest(verb: "peripheral/start"))
+        == .bridge(verb: "peripheral/start"))
+  }
+
+  @Test(
+    "ignores outbound, foreign and garbage topics",
+    arguments: [
+      "gatt2mqtt", "gatt2mqtt/bridge", "gatt2mqtt/bridge/pi", "gatt2mqtt/bridge/pi/state",
+      "gatt2mqtt/bridge/pi/request", "gatt2mqtt/bridge/pi/response/scan",
+      "gatt2mqtt/bridge/other/request/scan", "gatt2mqtt/bridge/other/peripheral/text/set",
+      "gatt2mqtt/bridge/pi/peripheral/state", "gatt2mqtt/bridge/pi/peripheral/text",
+      "gatt2mqtt/bridge/connection/set", "gatt2mqtt/bridge/gatt/180f/2a19/set",
+      "gatt2mqtt/A4C1381E29DF/connection", "gatt2mqtt/A4C1381E29DF/availability",
+      "gatt2mqtt/connection/set", "gatt2mqtt/A4C1381E29DF/gatt",
+      "gatt2mqtt/A4C1381E29DF/gatt/180f/2a19", "gatt2mqtt/A4C1381E29DF/gatt/180f/2a19/result",
+      "gatt2mqtt/A4C1381E29DF/gatt/180f/2a19/write", "gatt2mqtt/A4C1381E29DF/gatt/zz/2a19/set",
+      "gatt2mqtt/A4C1381E29DF/gatt/180f/battery/set", "gatt2mqtt/A4C1381E29DF/GATT/180f/2a19/set",
+      "gatt2mqtt/gatt/180f/2a19/set", "other/A4C1381E29DF/connection/set",
+      "Gatt2mqtt/A4C1381E29DF/connection/set", "gatt2mqttx/A4C1381E29DF/connection/set",
+      "gatt2mqtt/A4C1381E29DF/Connection/set", "gatt2mqtt/A4C1381E29DF/connection/SET",
+      "gatt2mqtt/x/gatt/180f/connection/set/x", "$SYS/broker/uptime",
+    ])
+  func ignoresOtherTopics(_ string: String) throws {
+    #expect(try parse(string) == nil)
+  }
+
+  @Test("a friendly name containing 'gatt' levels still parses unambiguously")
+  func ambiguousLookingNames() throws {
+    let odd = try DeviceID(friendlyName: "x/gatt/180f/2a19")
+    #expect(try parse("gatt2mqtt/x/gatt/180f/2a19/connection/set") == .connectionSet(odd))
+    #expect(topics.parseRequest(topics.connectionSet(odd)) == .connectionSet(odd))
+    #expect(
+      topics.parseRequest(topics.set(odd, service: battery, characteristic: level))
+        == .set(CharacteristicPath(device: odd, service: battery, characteristic: level)))
+  }
+}

@@ -1,0 +1,85 @@
+import Testing
+
+@testable import Gateway
+
+@Suite("Configuration consistency")
+struct ConfigurationConsistencyTests {
+  @Test func certificateWithoutKeyIsAnError() async throws {
+    let file = try ConfigurationFixture.file("mqtt:\n  tls:\n    cert_file: /c.pem\n")
+    let error = try #require(await ConfigurationFixture.error(file: file))
+    #expect(error.key == "mqtt.tls.cert_file")
+    #expect(error.source == file)
+    #expect(error.line == 3)
+    #expect(
+      error.message == "a client certificate needs its private key: set mqtt.tls.key_file too")
+  }
+
+  @Test func keyWithoutCertificateIsAnError() async throws {
+    let error = try #require(
+      await ConfigurationFixture.error(environment: ["GATT2MQTT_MQTT_TLS_KEY_FILE": "/k.pem"]))
+    #expect(error.key == "mqtt.tls.key_file")
+    #expect(error.source == "environment")
+  }
+
+  @Test func certificateAndKeyFromDifferentSourcesAreAccepted() async throws {
+    let file = try ConfigurationFixture.file("mqtt:\n  tls:\n    cert_file: /c.pem\n")
+    let configuration = try await ConfigurationLoader.load(
+      file: file, environment: [:], arguments: ["--mqtt.tls.key-file", "/k.pem"])
+    #expect(configuration.mqtt.tls.certFile == "/c.pem")
+    #expect(configuration.mqtt.tls.keyFile == "/k.pem")
+  }
+
+  @Test func caFileTurnsTLSOnWhenEnabledIsUnset() async throws {
+    let configuration = try await ConfigurationLoader.load(
+      file: nil, environment: ["GATT2MQTT_MQTT_TLS_CA_FILE": "/ca.pem"], arguments: [])
+    #expect(configuration.mqtt.tls.enabled == true)
+  }
+
+  @Test func insecureAloneTurnsTLSOn() async throws {
+    let configuration = try await ConfigurationLoader.load(
+      file: nil, environment: [:], arguments: ["--mqtt.tls.insecure"])
+    #expect(configuration.mqtt.tls.enabled == true)
+  }
+
+  @Test func tlsStaysOffWithoutTLSSettings() async throws {
+    let configuration = try await ConfigurationLoader.load(
+      file: nil, environment: [:], arguments: ["--mqtt.tls.insecure=false"])
+    #expect(configuration.mqtt.tls.enabled == false)
+  }
+
+  @Test func tlsSettingWithTLSExplicitlyDisabledIsAnError() async throws {
+    let file = try ConfigurationFixture.file(
+      "mqtt:\n  tls:\n    enabled: false\n    ca_file: /ca.pem\n")
+    let error = try #require(await ConfigurationFixture.error(file: file))
+    #expect(error.key == "mqtt.tls.ca_file")
+    #expect(error.line == 4)
+    #expect(
+      error.message
+        == "TLS is disabled by mqtt.tls.enabled: false (from \(file):3); "
+        + "set mqtt.tls.enabled to true, or remove mqtt.tls.ca_file")
+  }
+
+  @Test func explicitlyEnabledTLSNeedsNoFiles() async throws {
+    let configuration = try await ConfigurationLoader.load(
+      file: nil, environment: ["GATT2MQTT_MQTT_TLS_ENABLED": "true"], arguments: [])
+    #expect(configuration.mqtt.tls == .init(enabled: true))
+  }
+
+  @Test func minimumDelayAboveMaximumIsAnError() async throws {
+    let file = try ConfigurationFixture.file("mqtt:\n  reconnect:\n    min_delay: 90\n")
+    let error = try #require(await ConfigurationFixture.error(file: file))
+    #expect(error.key == "mqtt.reconnect.min_delay")
+    #expect(error.line == 3)
+    #expect(
+      error.message
+        == "mqtt.reconnect.min_delay (90) must not exceed mqtt.reconnect.max_delay (60, the default)"
+    )
+  }
+
+  @Test func maximumDelayBelowTheDefaultMinimumIsReportedOnTheMaximum() async throws {
+    let error = try #require(
+      await ConfigurationFixture.error(arguments: ["--mqtt.reconnect.max-delay=0.5"]))
+    #expect(error.key == "mqtt.reconnect.max_delay")
+    #expect(error.source == "command line")
+  }
+}

@@ -1,0 +1,290 @@
+import Foundation
+import Testing
+
+@testable import Gateway
+
+@Suite("Configuration file")
+struct ConfigurationFileTests {
+  @Test func everyKeyInTheFileReachesTheConfiguration() async throws {
+    let configuration = try await ConfigurationLoader.load(
+      file: ConfigurationFixture.everyKeyFile, environment: [:], arguments: [])
+    #expect(configuration == ConfigurationFixture.everyKey)
+  }
+
+  @Test func missingFileIsAnErrorNamingThePath() async throws {
+    let path = ConfigurationFixture.directory() + "/absent.yaml"
+    let error = try #require(await ConfigurationFixture.error(file: path))
+    #expect(error.source == path)
+    #expect(error.key == nil)
+    #expect(error.description == "\(path): configuration file not found")
+  }
+
+  @Test func directoryInsteadOfFileIsAnError() async throws {
+    let path = ConfigurationFixture.directory()
+    let error = try #require(await ConfigurationFixture.error(file: path))
+    #expect(error.description == "\(path): is a directory, not a configuration file")
+  }
+
+  @Test func unknownKeyIsReportedWithItsPathLineAndASuggestion() async throws {
+    let path = try ConfigurationFixture.file("mqtt:\n  port: 1883\n  hots: broker.lan\n")
+    let error = try #require(await ConfigurationFixture.error(file: path))
+    #expect(error.key == "mqtt.hots")
+    #expect(error.source == path)
+    #expect(error.line == 3)
+    #expect(error.description == "\(path):3: mqtt.hots: unknown key (did you mean 'mqtt.host'?)")
+  }
+
+  @Test func keyAtTheWrongLevelSuggestsWhereItBelongs() async throws {
+    let path = try ConfigurationFixture.file("host: broker.lan\n")
+    let error = try #require(await ConfigurationFixture.error(file: path))
+    #expect(error.key == "host")
+    #expect(error.message == "unknown key (did you mean 'mqtt.host'?)")
+  }
+
+  @Test func unknownSectionIsReported() async throws {
+    let path = try ConfigurationFixture.file("devices:\n  foo: 1\n")
+    let error = try #require(await ConfigurationFixture.error(file: path))
+    #expect(error.key == "devices")
+    #expect(error.message == "unknown key")
+  }
+
+  @Test func wrongTypeIsReportedWithTheExpectedTypeAndTheValue() async throws {
+    let path = try ConfigurationFixture.file("mqtt:\n  port: abc\n")
+    let error = try #require(await ConfigurationFixture.error(file: path))
+    #expect(error.key == "mqtt.port")
+    #expect(error.line == 2)
+    #expect(
+      error.description == "\(path):2: mqtt.port: expected an integer in 1...65535, got \"abc\"")
+  }
+
+  @Test func outOfRangeValueIsAnError() async throws {
+    let path = try ConfigurationFixture.file("mqtt:\n  qos: 3\n")
+    let error = try #require(await ConfigurationFixture.error(file: path))
+    #expect(error.key == "mqtt.qos")
+    #expect(error.message == "expected an integer in 0...2, got \"3\"")
+  }
+
+  @Test func nonPositiveSecondsAreAnError() async throws {
+    let path = try ConfigurationFixture.file("gateway:\n  health_interval: 0\n")
+    let error = try #require(await ConfigurationFixture.error(file: path))
+    #expect(error.key == "gateway.health_interval")
+    #expect(error.message == "expected a number greater than 0 and at most 86400, got \"0\"")
+  }
+
+  @Test func unknownChoiceIsAnErrorListingTheChoices() async throws {
+    let path = try ConfigurationFixture.file("log:\n  level: verbose\n")
+    let error = try #require(await ConfigurationFixture.error(file: path))
+    #expect(error.key == "log.level")
+    #expect(
+      error.message == "expected one of \"trace\", \"debug\", \"info\", \"notice\", \"warning\", "
+        + "\"error\", \"critical\", got \"verbose\"")
+  }
+
+  @Test func choicesIgnoreLetterCase() async throws {
+    let path = try ConfigurationFixture.file("log:\n  level: DEBUG\nmqtt:\n  protocol: 5\n")
+    let configuration = try await ConfigurationLoader.load(
+      file: path, environment: [:], arguments: [])
+    #expect(configuration.log.level == .debug)
+    #expect(configuration.mqtt.protocolVersion == .v5)
+  }
+
+  @Test func quotedNumbersAndBooleansAreAccepted() async throws {
+    let path = try ConfigurationFixture.file(
+      "mqtt:\n  port: \"1884\"\n  retain_values: 'true'\n  reconnect:\n    max_delay: \"2.5\"\n")
+    let configuration = try await ConfigurationLoader.load(
+      file: path, environment: [:], arguments: [])
+    #expect(configuration.mqtt.port == 1884)
+    #expect(configuration.mqtt.retainValues == true)
+    #expect(configuration.mqtt.reconnect.maxDelay == 2.5)
+  }
+
+  @Test func quotedNonNumberIsStillAnError() async throws {
+    let path = try ConfigurationFixture.file("mqtt:\n  port: \"1883x\"\n")
+    let error = try #require(await ConfigurationFixture.error(file: path))
+    #expect(error.message == "expected an integer in 1...65535, got \"1883x\"")
+  }
+
+  @Test func fractionalValueForAnIntegerKeyIsAnError() async throws {
+    let path = try ConfigurationFixture.file("mqtt:\n  keepalive: 60.0\n")
+    let error = try #require(await ConfigurationFixture.error(file: path))
+    #expect(error.key == "mqtt.keepalive")
+  }
+
+  @Test func numbersAsTextAreKeptForStringKeys() async throws {
+    let path = try ConfigurationFixture.file("mqtt:\n  client_id: 0042\n  password: 007\n")
+    let configuration = try await ConfigurationLoader.load(
+      file: path, environment: [:], arguments: [])
+    #expect(configuration.mqtt.clientID == "0042")
+    #expect(configuration.mqtt.password == "007")
+  }
+
+  @Test func nullLeavesAnOptionalKeyUnsetButIsAnErrorForOthers() async throws {
+    let optional = try ConfigurationFixture.file("mqtt:\n  username: ~\n  client_id:\n")
+    let configuration = try await ConfigurationLoader.load(
+      file: optional, environment: [:], arguments: [])
+    #expect(configuration.mqtt.username == nil)
+    #expect(configuration.mqtt.clientID == nil)
+
+    let required = try ConfigurationFixture.file("mqtt:\n  port: null\n")
+    let error = try #require(await ConfigurationFixture.error(file: required))
+    #expect(error.key == "mqtt.port")
+    #expect(error.message == "expected an integer in 1...65535, got null")
+  }
+
+  @Test func quotedNullIsText() async throws {
+    let path = try ConfigurationFixture.file("mqtt:\n  username: \"null\"\n")
+    let configuration = try await ConfigurationLoader.load(
+      file: path, environment: [:], arguments: [])
+    #expect(configuration.mqtt.username == "null")
+  }
+
+  @Test func emptySectionIsAllowed() async throws {
+    let path = try ConfigurationFixture.file("mqtt:\n  tls:\ngateway:\n")
+    let configuration = try await ConfigurationLoader.load(
+      file: path, environment: [:], arguments: [])
+    #expect(configuration == GatewayConfiguration())
+  }
+
+  @Test func emptyFileSetsNothing() async throws {
+    let path = try ConfigurationFixture.file("# nothing configured yet\n")
+    let configuration = try await ConfigurationLoader.load(
+      file: path, environment: [:], arguments: [])
+    #expect(configuration == GatewayConfiguration())
+  }
+
+  @Test func scalarWhereASectionBelongsIsAnError() async throws {
+    let path = try ConfigurationFixture.file("mqtt: broker.lan\n")
+    let error = try #require(await ConfigurationFixture.error(file: path))
+    #expect(error.key == "mqtt")
+    #expect(error.line == 1)
+    #expect(error.message.hasPrefix("expected a mapping with the keys host, port, client_id"))
+    #expect(error.message.hasSuffix("got \"broker.lan\""))
+  }
+
+  @Test func mappingWhereAValueBelongsIsAnError() async throws {
+    let path = try ConfigurationFixture.file("mqtt:\n  host:\n    name: broker.lan\n")
+    let error = try #require(await ConfigurationFixture.error(file: path))
+    #expect(error.key == "mqtt.host")
+    #expect(error.message == "expected a non-empty string, got a mapping")
+  }
+
+  @Test func listWhereAValueBelongsIsAnError() async throws {
+    let path = try ConfigurationFixture.file("mqtt:\n  port: [1883, 1884]\n")
+    let error = try #require(await ConfigurationFixture.error(file: path))
+    #expect(error.key == "mqtt.port")
+    #expect(error.message == "expected an integer in 1...65535, got a list")
+  }
+
+  @Test func topLevelThatIsNotAMappingIsAnError() async throws {
+    let path = try ConfigurationFixture.file("- mqtt\n- gateway\n")
+    let error = try #require(await ConfigurationFixture.error(file: path))
+    #expect(error.key == nil)
+    #expect(
+      error.message == "the top level must be a mapping of the sections gateway, log, mqtt, "
+        + "got a list")
+  }
+
+  @Test func yamlSyntaxErrorIsReportedWithItsLine() async throws {
+    let path = try ConfigurationFixture.file("mqtt:\n  host: broker.lan\n  port: [1883\n")
+    let error = try #require(await ConfigurationFixture.error(file: path))
+    #expect(error.source == path)
+    #expect(error.key == nil)
+    #expect(error.line == 4)
+    #expect(
+      error.message
+        == "invalid YAML at column 1: did not find expected ',' or ']' "
+        + "(while parsing a flow sequence at line 3)")
+  }
+
+  @Test func badIndentationIsReportedWithItsLine() async throws {
+    let path = try ConfigurationFixture.file("mqtt:\n  host: broker.lan\n port: 1883\n")
+    let error = try #require(await ConfigurationFixture.error(file: path))
+    #expect(error.line == 3)
+    #expect(error.message.hasPrefix("invalid YAML at column 2: "))
+  }
+
+  @Test func duplicateKeyIsAnError() async throws {
+    let path = try ConfigurationFixture.file("mqtt:\n  port: 1883\n  port: 1884\n")
+    let error = try #require(await ConfigurationFixture.error(file: path))
+    #expect(error.message == "invalid YAML: duplicate key 'port' in one mapping")
+  }
+
+  @Test func secondDocumentIsAnError() async throws {
+    let path = try ConfigurationFixture.file("mqtt:\n  port: 1883\n---\nlog:\n  level: debug\n")
+    let error = try #require(await ConfigurationFixture.error(file: path))
+    #expect(error.line == 3)
+    #expect(error.message == "invalid YAML: a second document starts here; the file must hold one")
+  }
+
+  @Test func errorDescriptionReadsLikeADiagnostic() {
+    let withLine = ConfigurationError(
+      key: "mqtt.port", source: "config/x.yaml", line: 7, message: "expected an integer")
+    #expect(withLine.description == "config/x.yaml:7: mqtt.port: expected an integer")
+    let withoutKey = ConfigurationError(key: nil, source: "environment", message: "broken")
+    #expect(withoutKey.description == "environment: broken")
+  }
+}
+
+/// Test inputs shared by the configuration suites.
+enum ConfigurationFixture {
+  /// `Fixtures/configuration-every-key.yaml`: every key set to a value other than its default.
+  static var everyKeyFile: String {
+    Bundle.module.path(
+      forResource: "configuration-every-key", ofType: "yaml", inDirectory: "Fixtures")!
+  }
+
+  /// What `everyKeyFile` and `everyKeyText` describe.
+  static let everyKey = GatewayConfiguration(
+    mqtt: .init(
+      host: "broker.example.net", port: 8883, clientID: "bridge-7", keepalive: 30,
+      cleanSession: false, protocolVersion: .v5, username: "gw", password: "s3cret",
+      baseTopic: "home/ble", qos: 2, retainValues: true,
+      tls: .init(
+        enabled: true, caFile: "/etc/gatt2mqtt/ca.pem", certFile: "/etc/gatt2mqtt/client.pem",
+        keyFile: "/etc/gatt2mqtt/client.key", insecure: true),
+      reconnect: .init(minDelay: 0.5, maxDelay: 120),
+      offlineQueue: .init(maxMessages: 500, policy: .dropNewest)),
+    gateway: .init(id: "kitchen-1", healthInterval: 15),
+    log: .init(level: .debug))
+
+  /// The values of `everyKey` as text, by key path.
+  static let everyKeyText: [String: String] = [
+    "mqtt.host": "broker.example.net", "mqtt.port": "8883", "mqtt.client_id": "bridge-7",
+    "mqtt.keepalive": "30", "mqtt.clean_session": "false", "mqtt.protocol": "5",
+    "mqtt.username": "gw", "mqtt.password": "s3cret", "mqtt.base_topic": "home/ble",
+    "mqtt.qos": "2", "mqtt.retain_values": "true", "mqtt.tls.enabled": "true",
+    "mqtt.tls.ca_file": "/etc/gatt2mqtt/ca.pem", "mqtt.tls.cert_file": "/etc/gatt2mqtt/client.pem",
+    "mqtt.tls.key_file": "/etc/gatt2mqtt/client.key", "mqtt.tls.insecure": "true",
+    "mqtt.reconnect.min_delay": "0.5", "mqtt.reconnect.max_delay": "120",
+    "mqtt.offline_queue.max_messages": "500", "mqtt.offline_queue.policy": "drop_newest",
+    "gateway.id": "kitchen-1", "gateway.health_interval": "15", "log.level": "debug",
+  ]
+
+  /// A new empty temporary directory.
+  static func directory() -> String {
+    let path = FileManager.default.temporaryDirectory
+      .appendingPathComponent("gatt2mqtt-config-tests-\(UUID().uuidString)").path
+    try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+  }
+
+  /// Writes `yaml` to a new temporary file and returns its path.
+  static func file(_ yaml: String) throws -> String {
+    let path = directory() + "/gatt2mqtt.yaml"
+    try yaml.write(toFile: path, atomically: true, encoding: .utf8)
+    return path
+  }
+
+  /// The error `load` throws for these inputs, or `nil` if it succeeds.
+  static func error(
+    file: String? = nil, environment: [String: String] = [:], arguments: [String] = []
+  ) async -> ConfigurationError? {
+    do {
+      _ = try await ConfigurationLoader.load(
+        file: file, environment: environment, arguments: arguments)
+      return nil
+    } catch {
+      return error
+    }
+  }
+}

@@ -1,0 +1,115 @@
+public import Foundation
+public import Glibc
+
+/// A child process started with `posix_spawn` and reaped with `waitpid`.
+///
+/// Foundation's `Process.waitUntilExit()` spins a run loop and was seen to hang when called
+/// from Swift concurrency's threads; this type never needs a run loop.
+public final class ChildProcess: @unchecked Sendable {
+  // Safety: `exitStatus` is only set by `wait()`, which the owning test calls serially.
+
+  /// The child's process id.
+  public let pid: pid_t
+  private var exitStatus: Int32?
+
+  /// Starts `executable` with `arguments`; stdout and stderr go to `outputPath` (or /dev/null).
+  public init(
+    _ executable: String, _ arguments: [String], outputPath: String? = nil,
+    environment: [String: String]? = nil
+  ) throws {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    let target = outputPath ?? "/dev/null"
+    posix_spawn_file_actions_addopen(&actions, 1, target, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+    posix_spawn_file_actions_adddup2(&actions, 1, 2)
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+    defer { for pointer in argv { free(pointer) } }
+    let env = (environment ?? ProcessInfo.processInfo.environment).map { strdup("\($0)=\($1)") }
+      + [nil]
+    defer { for pointer in env { free(pointer) } }
+    // Threads of Swift concurrency block signals; a child would inherit that mask and ignore
+    // SIGTERM. Start it with an empty mask and default handlers.
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var empty = sigset_t()
+    sigemptyset(&empty)
+    posix_spawnattr_setsigmask(&attributes, &empty)
+    var defaults = sigset_t()
+    sigfillset(&defaults)
+    sigdelset(&defaults, SIGKILL)
+    sigdelset(&defaults, SIGSTOP)
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+    var child: pid_t = 0
+    let rc = posix_spawn(&child, executable, &actions, &attributes, argv, env)
+    guard rc == 0 else {
+      throw TestFailure("cannot start \(executable): \(String(cString: strerror(rc)))")
+    }
+    pid = child
+  }
+
+  /// Whether the child has not exited yet (reaps it if it has).
+  public var isRunning: Bool {
+    if exitStatus != nil { return false }
+    var status: Int32 = 0
+    let rc = waitpid(pid, &status, WNOHANG)
+    if rc == pid {
+      exitStatus = status
+      return false
+    }
+    return rc == 0
+  }
+
+  /// Sends `signal` to the child.
+  public func signal(_ signal: Int32) {
+    if isRunning { kill(pid, signal) }
+  }
+
+  /// Waits for the child to exit and returns its raw wait status.
+  @discardableResult
+  public func wait() -> Int32 {
+    if let exitStatus { return exitStatus }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    exitStatus = status
+    return status
+  }
+
+  /// Waits up to `timeout` seconds; returns the raw wait status or nil if still running.
+  public func wait(timeout: Double) -> Int32? {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+      if !isRunning { return exitStatus }
+      usleep(10_000)
+    }
+    return isRunning ? nil : exitStatus
+  }
+
+  /// The exit code if the child exited normally, else nil.
+  public static func exitCode(_ status: Int32) -> Int32? {
+    (status & 0x7f) == 0 ? (status >> 8) & 0xff : nil
+  }
+
+  /// The terminating signal if the child was killed by one, else nil.
+  public static func terminatingSignal(_ status: Int32) -> Int32? {
+    let signal = status & 0x7f
+    return signal != 0 && signal != 0x7f ? signal : nil
+  }
+}
+
+/// Runs a program to completion and returns its exit code and combined output.
+@discardableResult
+public func runProcess(
+  _ executable: String, _ arguments: [String], environment: [String: String]? = nil
+) throws -> (status: Int32, output: String) {
+  let log = FileManager.default.temporaryDirectory
+    .appendingPathComponent("gatt2mqtt-run-\(UUID().uuidString.prefix(8)).log").path
+  defer { unlink(log) }
+  let child = try ChildProcess(executable, arguments, outputPath: log, environment: environment)
+  let status = child.wait()
+  let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+  return (ChildProcess.exitCode(status) ?? 128 + (ChildProcess.terminatingSignal(status) ?? 0), output)
+}

@@ -1,0 +1,161 @@
+"""Child processes for the lab: daemons that log to files, and peers that talk JSON lines."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+# Emulation is 10-50x slower than native and CI machines vary: every timeout in the lab is
+# multiplied by LAB_TIME_SCALE (default 1).
+TIME_SCALE = float(os.environ.get("LAB_TIME_SCALE", "1"))
+
+
+def scaled(seconds: float) -> float:
+    return seconds * TIME_SCALE
+
+
+class LabError(AssertionError):
+    """A check failed; the message is the one-line reason shown in the summary."""
+
+
+class Proc:
+    """A child process whose stdout/stderr go to a log file."""
+
+    def __init__(self, name: str, argv: list[str], log: Path, env: dict | None = None,
+                 stdin: bool = False, events: bool = False) -> None:
+        self.name = name
+        self.argv = argv
+        self.log_path = log
+        self.env = env
+        self.want_stdin = stdin
+        self.want_events = events
+        self.proc: asyncio.subprocess.Process | None = None
+        self.history: list[dict] = []
+        self._changed = asyncio.Event()
+        self._reader: asyncio.Task | None = None
+        self.started_at = 0.0
+
+    async def start(self) -> "Proc":
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_path, "ab", buffering=0)
+        self._log.write(f"# {time.strftime('%H:%M:%S')} start: {' '.join(self.argv)}\n".encode())
+        env = dict(os.environ, **(self.env or {}))
+        self.proc = await asyncio.create_subprocess_exec(
+            *self.argv,
+            stdin=asyncio.subprocess.PIPE if self.want_stdin else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE if self.want_events else self._log,
+            stderr=self._log,
+            env=env,
+            start_new_session=True,
+        )
+        self.started_at = time.monotonic()
+        if self.want_events:
+            self._reader = asyncio.get_running_loop().create_task(self._read_events())
+        return self
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.returncode is None
+
+    async def _read_events(self) -> None:
+        assert self.proc and self.proc.stdout
+        events_log = open(self.log_path.with_suffix(".events"), "a")
+        while True:
+            line = await self.proc.stdout.readline()
+            if not line:
+                break
+            text = line.decode("utf-8", "replace").rstrip("\n")
+            events_log.write(f"{time.strftime('%H:%M:%S')} {text}\n")
+            events_log.flush()
+            try:
+                event = json.loads(text)
+                if not isinstance(event, dict):
+                    raise ValueError
+            except ValueError:
+                event = {"event": "output", "line": text}
+            self.history.append(event)
+            self._changed.set()
+        self.history.append({"event": "exit"})
+        self._changed.set()
+        events_log.close()
+
+    # -- events ---------------------------------------------------------------------------------
+    def mark(self) -> int:
+        """Position in the event history; pass it as `after` to wait for newer events only."""
+        return len(self.history)
+
+    def events(self, name: str | None = None, after: int = 0) -> list[dict]:
+        return [e for e in self.history[after:] if name is None or e.get("event") == name]
+
+    async def wait(self, name: str, timeout: float = 30, where: Callable[[dict], bool] | None = None,
+                   after: int = 0) -> dict:
+        """The first event `name` (matching `where`) at or after position `after`."""
+        deadline = time.monotonic() + scaled(timeout)
+        i = after
+        while True:
+            while i < len(self.history):
+                e = self.history[i]
+                i += 1
+                if e.get("event") == name and (where is None or where(e)):
+                    return e
+                if e.get("event") == "exit":
+                    raise LabError(f"{self.name} exited (status {self.proc.returncode if self.proc else '?'}) "
+                                   f"before event {name!r}; see {self.log_path.name}")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                errors = [e.get("message") for e in self.history if e.get("event") == "error"]
+                raise LabError(f"{self.name}: no {name!r} event within {scaled(timeout):.0f} s"
+                               + (f" (peer errors: {errors[:2]})" if errors else ""))
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            except asyncio.TimeoutError:
+                pass
+
+    def send(self, cmd: str, **fields: Any) -> None:
+        assert self.proc and self.proc.stdin, f"{self.name} takes no commands"
+        self.proc.stdin.write((json.dumps({"cmd": cmd, **fields}) + "\n").encode())
+
+    # -- end ------------------------------------------------------------------------------------
+    async def stop(self, timeout: float = 10, sig: int = signal.SIGTERM) -> int | None:
+        """Ask nicely (close stdin / signal), then kill the whole process group."""
+        if self.proc is None:
+            return None
+        if self.proc.returncode is None:
+            try:
+                if self.want_stdin and self.proc.stdin and not self.proc.stdin.is_closing():
+                    self.proc.stdin.close()
+                else:
+                    self.proc.send_signal(sig)
+                await asyncio.wait_for(self.proc.wait(), scaled(timeout))
+            except (asyncio.TimeoutError, ProcessLookupError):
+                pass
+        if self.proc.returncode is None:
+            try:
+                self.proc.send_signal(sig)
+                await asyncio.wait_for(self.proc.wait(), scaled(timeout))
+            except (asyncio.TimeoutError, ProcessLookupError):
+                pass
+        if self.proc.returncode is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            await self.proc.wait()
+        if self._reader:
+            try:
+                await asyncio.wait_for(self._reader, 5)
+            except (asyncio.TimeoutError, asyncio.CancelledError):
+                self._reader.cancel()
+        self._log.write(f"# {time.strftime('%H:%M:%S')} exit status {self.proc.returncode}\n".encode())
+        self._log.close()
+        return self.proc.returncode

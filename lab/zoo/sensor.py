@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Sensor peripheral: Battery Service (0x180F/0x2A19, read + notify) and Heart Rate
+(0x180D/0x2A37, notify at a settable rate).
+
+Heart-rate measurement value (3 bytes): flags 0x08 (8-bit heart rate, Energy Expended present),
+heart rate = 60 + seq % 40, Energy Expended (uint16 LE) = seq % 65536, where seq counts the
+notifications sent on that subscription from 0: a receiver checks order and loss with it.
+
+Commands (stdin JSON): {"cmd":"battery","level":N} sets the level and notifies subscribers;
+{"cmd":"hr","rate":HZ,"count":N} sets the rate (0 = as fast as the link takes them) and how many
+notifications a subscription gets (0 = unlimited); it applies to the next subscription.
+Events: subscribed/unsubscribed {char}, battery_read, hr_done {sent}.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bumble.gatt import Characteristic, CharacteristicValue, Service  # noqa: E402
+
+import common  # noqa: E402
+import uuids  # noqa: E402
+from common import AD_COMPLETE_16, AD_COMPLETE_NAME, AD_FLAGS, FLAGS_LE_GENERAL_NO_BREDR, ad, emit  # noqa: E402
+
+
+def hr_value(seq: int) -> bytes:
+    return bytes([0x08, 60 + seq % 40]) + (seq % 65536).to_bytes(2, "little")
+
+
+class Sensor(common.Peripheral):
+    def __init__(self, args, **kw):
+        super().__init__(args, name=args.name)
+        self.level = args.battery
+        self.hr_rate = args.hr_rate
+        self.hr_count = args.hr_count
+        self.streams: dict[int, asyncio.Task] = {}
+        self.commands["battery"] = self.cmd_battery
+        self.commands["hr"] = self.cmd_hr
+
+    def advertising(self):
+        adv = (ad(AD_FLAGS, bytes([FLAGS_LE_GENERAL_NO_BREDR]))
+               + ad(AD_COMPLETE_16, common.uuid16_le(uuids.BATTERY_SERVICE)
+                    + common.uuid16_le(uuids.HEART_RATE_SERVICE))
+               + ad(AD_COMPLETE_NAME, self.args.name.encode()))
+        return adv, b""
+
+    def build(self, device):
+        def read_level(connection):
+            emit("battery_read", peer=str(connection.peer_address), level=self.level)
+            return bytes([self.level])
+
+        self.battery = Characteristic(
+            uuids.BATTERY_LEVEL,
+            Characteristic.Properties.READ | Characteristic.Properties.NOTIFY,
+            Characteristic.READABLE,
+            CharacteristicValue(read=read_level),
+        )
+        self.hr = Characteristic(
+            uuids.HEART_RATE_MEASUREMENT,
+            Characteristic.Properties.NOTIFY,
+            0,
+            hr_value(0),
+        )
+        device.add_services([
+            Service(uuids.BATTERY_SERVICE, [self.battery]),
+            Service(uuids.HEART_RATE_SERVICE, [self.hr]),
+        ])
+        self.battery.on("subscription", lambda conn, n, i: self.on_subscription(conn, "battery", n))
+        self.hr.on("subscription", lambda conn, n, i: self.on_subscription(conn, "hr", n))
+
+    def on_subscription(self, connection, which: str, enabled: bool) -> None:
+        emit("subscribed" if enabled else "unsubscribed", char=which,
+             peer=str(connection.peer_address))
+        if which != "hr":
+            return
+        old = self.streams.pop(connection.handle, None)
+        if old:
+            old.cancel()
+        if enabled:
+            self.streams[connection.handle] = asyncio.get_running_loop().create_task(
+                self.stream(connection))
+
+    async def stream(self, connection) -> None:
+        seq = 0
+        rate, count = self.hr_rate, self.hr_count
+        try:
+            while count == 0 or seq < count:
+                await self.device.notify_subscriber(connection, self.hr, hr_value(seq))
+                seq += 1
+                await asyncio.sleep(1.0 / rate if rate > 0 else 0)
+            emit("hr_done", sent=seq, peer=str(connection.peer_address))
+        except asyncio.CancelledError:
+            emit("hr_stopped", sent=seq)
+            raise
+        except Exception as e:  # noqa: BLE001 - the link went away
+            emit("hr_stopped", sent=seq, error=str(e))
+
+    def on_disconnection(self, connection, reason):
+        task = self.streams.pop(connection.handle, None)
+        if task:
+            task.cancel()
+
+    async def cmd_battery(self, cmd):
+        self.level = int(cmd["level"]) & 0xFF
+        await self.device.notify_subscribers(self.battery, bytes([self.level]))
+        emit("battery", level=self.level)
+
+    def cmd_hr(self, cmd):
+        self.hr_rate = float(cmd.get("rate", self.hr_rate))
+        self.hr_count = int(cmd.get("count", self.hr_count))
+        emit("hr_config", rate=self.hr_rate, count=self.hr_count)
+
+
+if __name__ == "__main__":
+    p = common.base_parser(__doc__.splitlines()[0])
+    p.add_argument("--name", default="lab-sensor")
+    p.add_argument("--battery", type=int, default=87)
+    p.add_argument("--hr-rate", type=float, default=1.0, help="notifications per second (0 = flat out)")
+    p.add_argument("--hr-count", type=int, default=0, help="notifications per subscription (0 = unlimited)")
+    common.main(Sensor, p.parse_args())
