@@ -508,8 +508,11 @@ final class ClientCore: @unchecked Sendable {
       if retained.updateValue(message, forKey: message.topic) == nil {
         retainedOrder.append(message.topic)
       }
-      enqueue(Outgoing(message: message, waiter: nil))
-      flushPending()
+      // While disconnected, the next connection's resync publishes it.
+      if case .connected = phase {
+        enqueue(Outgoing(message: message, waiter: nil))
+        flushPending()
+      }
     case .forgetRetained(let topic):
       retained[topic] = nil
       retainedOrder.removeAll { $0 == topic }

@@ -1,0 +1,46 @@
+/// Decides the answer to each bridge request. Pure: the gateway supplies the live figures.
+public struct BridgeRequestRouter: Sendable {
+  /// Verbs of TOPICS.md served by the BLE roles, which later parts of the gateway implement;
+  /// until then they are answered with `not_supported` rather than silence.
+  public static let bluetoothVerbs: Set<String> = [
+    "scan", "device/connect", "device/disconnect", "device/remove", "peripheral/start",
+    "peripheral/stop",
+  ]
+
+  /// Creates a router.
+  public init() {}
+
+  /// Answers one request.
+  /// - Parameters:
+  ///   - verb: the topic's verb (`health_check`, `device/connect`, …).
+  ///   - payload: the request's payload bytes.
+  ///   - health: the current health figures, for `health_check`.
+  public func respond(verb: String, payload: [UInt8], health: () -> HealthReport)
+    -> BridgeResponse
+  {
+    let request: BridgeRequest
+    do {
+      request = try BridgeRequest(verb: verb, payload: payload)
+    } catch {
+      return error
+    }
+    switch verb {
+    case "health_check":
+      var data: JSONObject = ["healthy": true]
+      if case .object(let figures) = health().json {
+        for (key, value) in figures { data[key] = value }
+      }
+      return .success(data, transaction: request.transaction)
+    case _ where Self.bluetoothVerbs.contains(verb):
+      return .failure(
+        code: "not_supported",
+        message: "'\(verb)' needs the Bluetooth roles, which this build does not have yet",
+        transaction: request.transaction)
+    default:
+      let known = (["health_check"] + Self.bluetoothVerbs.sorted()).joined(separator: ", ")
+      return .failure(
+        code: "unknown_request", message: "unknown request '\(verb)'; known: \(known)",
+        transaction: request.transaction)
+    }
+  }
+}

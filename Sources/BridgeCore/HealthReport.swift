@@ -1,0 +1,64 @@
+/// The figures behind one `<base>/bridge/<gw>/health` message.
+public struct HealthReport: Sendable, Hashable {
+  /// Seconds since the gateway started.
+  public var uptime: Double
+  /// Resident memory of the process in bytes, if known.
+  public var residentMemoryBytes: Int?
+  /// Messages the broker acknowledged (QoS ≥ 1) or that were written (QoS 0).
+  public var published: UInt64
+  /// Messages received from the broker.
+  public var received: UInt64
+  /// Messages waiting in the offline queue now.
+  public var queued: Int
+  /// Messages handed to the connection and not yet acknowledged.
+  public var inflight: Int
+  /// Messages dropped from the full offline queue since start.
+  public var dropped: UInt64
+  /// Successful reconnections since start.
+  public var reconnects: UInt64
+  /// Failed connection attempts and lost connections since start.
+  public var connectionFailures: UInt64
+  /// Requests answered with an error since start.
+  public var requestErrors: UInt64
+  /// Publishes per second since the previous report.
+  public var publishRate: Double
+
+  /// Creates a report; every counter defaults to zero.
+  public init(
+    uptime: Double, residentMemoryBytes: Int? = nil, published: UInt64 = 0, received: UInt64 = 0,
+    queued: Int = 0, inflight: Int = 0, dropped: UInt64 = 0, reconnects: UInt64 = 0,
+    connectionFailures: UInt64 = 0, requestErrors: UInt64 = 0, publishRate: Double = 0
+  ) {
+    self.uptime = uptime
+    self.residentMemoryBytes = residentMemoryBytes
+    self.published = published
+    self.received = received
+    self.queued = queued
+    self.inflight = inflight
+    self.dropped = dropped
+    self.reconnects = reconnects
+    self.connectionFailures = connectionFailures
+    self.requestErrors = requestErrors
+    self.publishRate = publishRate
+  }
+
+  /// The JSON payload published on the health topic.
+  public var json: JSONValue {
+    let rss: JSONValue = residentMemoryBytes.map { .integer(Int64($0)) } ?? .null
+    return [
+      "uptime": .number((uptime * 10).rounded() / 10),
+      "rss_bytes": rss,
+      "rates": ["publishes_per_s": .number((publishRate * 100).rounded() / 100)],
+      "mqtt": [
+        "published": .integer(Int64(clamping: published)),
+        "received": .integer(Int64(clamping: received)),
+        "queued": .integer(Int64(queued)),
+        "inflight": .integer(Int64(inflight)),
+        "dropped": .integer(Int64(clamping: dropped)),
+        "reconnects": .integer(Int64(clamping: reconnects)),
+        "connection_failures": .integer(Int64(clamping: connectionFailures)),
+      ],
+      "errors": ["requests": .integer(Int64(clamping: requestErrors))],
+    ]
+  }
+}

@@ -1,0 +1,189 @@
+public import BridgeCore
+import Foundation
+public import Logging
+public import Mosquitto
+public import ServiceLifecycle
+
+/// The running gateway: one MQTT connection, the bridge plane of TOPICS.md, and (in later
+/// parts) the Bluetooth roles.
+///
+/// On start it publishes the retained `online` state (the last will says `offline`) and the
+/// retained `info`, answers bridge requests and publishes `health` every
+/// `gateway.health_interval` seconds. On graceful shutdown (SIGTERM/SIGINT through the
+/// `ServiceGroup`) it publishes the retained `offline` state itself and disconnects cleanly.
+public final class GatewayService: Service, Sendable {
+  /// The topic map of this gateway.
+  public let topics: Topics
+  /// The MQTT client the gateway publishes through.
+  public let client: MQTTClient
+  private let configuration: GatewayConfiguration
+  private let logger: Logger
+  private let started = ContinuousClock.now
+  private let startedAt = Date()
+  private let router = BridgeRequestRouter()
+  private let counters = Counters()
+
+  /// Creates the gateway from a loaded configuration.
+  /// - Throws: ``GatewayError`` when the base topic or the MQTT settings are unusable.
+  public init(configuration: GatewayConfiguration, logger: Logger) throws(GatewayError) {
+    self.configuration = configuration
+    self.logger = logger
+    let gateway = GatewayID(
+      configuration.gateway.id ?? GatewayConfiguration.Gateway.systemHostname())
+    do {
+      topics = try Topics(base: configuration.mqtt.baseTopic, gateway: gateway)
+    } catch {
+      throw GatewayError("mqtt.base_topic: \(error)")
+    }
+    do {
+      client = try MQTTClient(
+        configuration: MQTTClientConfiguration(gateway: configuration, topics: topics),
+        logger: logger)
+    } catch {
+      throw GatewayError("MQTT settings: \(error.message)")
+    }
+  }
+
+  /// Runs until graceful shutdown, then publishes `offline` and disconnects.
+  public func run() async throws {
+    logger.info(
+      "gatt2mqtt \(GatewayVersion.current) starting",
+      metadata: [
+        "gateway.id": "\(topics.gateway.rawValue)",
+        "mqtt.broker": "\(configuration.mqtt.host):\(configuration.mqtt.port)",
+      ])
+    client.start()
+    client.setRetainedState(
+      MQTTMessage(
+        topic: topics.bridgeState.rawValue, payload: BridgePayload.state(online: true),
+        qos: .atLeastOnce, retain: true))
+    client.setRetainedState(
+      MQTTMessage(
+        topic: topics.bridgeInfo.rawValue, payload: infoPayload(), qos: .atLeastOnce,
+        retain: true))
+
+    await withTaskGroup(of: Void.self) { group in
+      group.addTask { await self.subscribeToRequests() }
+      group.addTask { await self.serveRequests() }
+      group.addTask { await self.publishHealth() }
+      try? await gracefulShutdown()
+      group.cancelAll()
+    }
+
+    logger.info("gatt2mqtt stopping: publishing offline state")
+    await client.shutdown(
+      finalMessages: [
+        MQTTMessage(
+          topic: topics.bridgeState.rawValue, payload: BridgePayload.state(online: false),
+          qos: .atLeastOnce, retain: true)
+      ], timeout: 5)
+    logger.info("gatt2mqtt stopped")
+  }
+
+  // MARK: - bridge plane
+
+  private func subscribeToRequests() async {
+    let filter = topics.bridgeRequestFilter.rawValue
+    do {
+      try await client.subscribe(filter, qos: .atLeastOnce)
+      logger.debug("subscribed to bridge requests", metadata: ["mqtt.topic": "\(filter)"])
+    } catch {
+      logger.error(
+        "cannot subscribe to bridge requests: \(error)", metadata: ["mqtt.topic": "\(filter)"])
+    }
+  }
+
+  private func serveRequests() async {
+    for await message in client.messages {
+      if Task.isCancelled { break }
+      handle(message)
+    }
+  }
+
+  /// Answers one incoming message; never throws, whatever the message holds.
+  func handle(_ message: MQTTMessage) {
+    guard let topic = try? TopicName(message.topic), case .bridge(let verb) = topics.parseRequest(topic)
+    else {
+      logger.debug("ignored message", metadata: ["mqtt.topic": "\(message.topic)"])
+      return
+    }
+    let response = router.respond(verb: verb, payload: message.payload) { self.health() }
+    if !response.ok {
+      counters.requestErrors.withLock { $0 += 1 }
+      logger.warning(
+        "bridge request failed: \(response.errorCode ?? "error"): \(response.message ?? "")",
+        metadata: ["mqtt.topic": "\(message.topic)"])
+    }
+    let payload = response.json.serializedBytes()
+    if let responseTopic = try? topics.bridgeResponse(verb: verb) {
+      client.enqueue(MQTTMessage(topic: responseTopic.rawValue, payload: payload, qos: .atLeastOnce))
+    }
+    if let replyTo = message.properties.responseTopic, (try? TopicName(replyTo)) != nil {
+      client.enqueue(
+        MQTTMessage(
+          topic: replyTo, payload: payload, qos: .atLeastOnce,
+          properties: MQTTPublishProperties(correlationData: message.properties.correlationData)))
+    }
+  }
+
+  private func publishHealth() async {
+    let interval = max(0.05, configuration.gateway.healthInterval)
+    var lastPublished: UInt64 = 0
+    var lastTime = ContinuousClock.now
+    while !Task.isCancelled {
+      do {
+        try await Task.sleep(for: .seconds(interval))
+      } catch {
+        return
+      }
+      var report = health()
+      let now = ContinuousClock.now
+      let elapsed = Double((now - lastTime).components.seconds)
+        + Double((now - lastTime).components.attoseconds) / 1e18
+      report.publishRate = elapsed > 0 ? Double(report.published - lastPublished) / elapsed : 0
+      lastPublished = report.published
+      lastTime = now
+      client.enqueue(
+        MQTTMessage(
+          topic: topics.bridgeHealth.rawValue, payload: report.json.serializedBytes(),
+          qos: .atMostOnce))
+    }
+  }
+
+  /// The current health figures.
+  func health() -> HealthReport {
+    let stats = client.statistics
+    let elapsed = ContinuousClock.now - started
+    return HealthReport(
+      uptime: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
+      residentMemoryBytes: ProcessMetrics.residentMemoryBytes(), published: stats.published,
+      received: stats.received, queued: stats.queued, inflight: stats.inflight,
+      dropped: stats.dropped, reconnects: stats.reconnects,
+      connectionFailures: stats.connectionFailures,
+      requestErrors: counters.requestErrors.withLock { $0 })
+  }
+
+  private func infoPayload() -> [UInt8] {
+    var summary = JSONObject()
+    for entry in configuration.redactedSummary() {
+      summary[entry.key] = entry.value.map { .string($0) } ?? .null
+    }
+    let info: JSONValue = [
+      "version": .string(GatewayVersion.current),
+      "gateway": .string(topics.gateway.rawValue),
+      "libmosquitto": .string(MQTTClient.libraryVersion),
+      "bluez": .null,
+      "started": .integer(Int64(startedAt.timeIntervalSince1970 * 1000)),
+      "config": .object(summary),
+    ]
+    return info.serializedBytes()
+  }
+}
+
+/// A gateway that cannot start, with the reason.
+public struct GatewayError: Error, CustomStringConvertible, Sendable {
+  /// What is wrong.
+  public let description: String
+  /// Creates the error.
+  public init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,28 @@
+public import BridgeCore
+public import Mosquitto
+
+extension MQTTClientConfiguration {
+  /// The MQTT client settings for a gateway: broker, credentials, TLS, reconnect policy,
+  /// offline queue, and the retained `offline` state as last will.
+  public init(gateway configuration: GatewayConfiguration, topics: Topics) {
+    let mqtt = configuration.mqtt
+    var tls: TLS?
+    if mqtt.tls.enabled {
+      tls = TLS(
+        caFile: mqtt.tls.caFile, certFile: mqtt.tls.certFile, keyFile: mqtt.tls.keyFile,
+        insecure: mqtt.tls.insecure)
+    }
+    self.init(
+      host: mqtt.host, port: mqtt.port,
+      clientID: mqtt.resolvedClientID(gatewayID: topics.gateway.rawValue),
+      keepalive: mqtt.keepalive, cleanSession: mqtt.cleanSession,
+      protocolVersion: mqtt.protocolVersion == .v5 ? .v5 : .v311,
+      username: mqtt.username, password: mqtt.password, tls: tls,
+      will: MQTTMessage(
+        topic: topics.bridgeState.rawValue, payload: BridgePayload.state(online: false),
+        qos: .atLeastOnce, retain: true),
+      minReconnectDelay: mqtt.reconnect.minDelay, maxReconnectDelay: mqtt.reconnect.maxDelay,
+      offlineQueueCapacity: mqtt.offlineQueue.maxMessages,
+      dropPolicy: mqtt.offlineQueue.policy == .dropNewest ? .dropNewest : .dropOldest)
+  }
+}
