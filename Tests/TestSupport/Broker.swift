@@ -1,5 +1,5 @@
 public import Foundation
-public import Glibc
+import Glibc
 
 /// A real `mosquitto` broker on a free loopback port, started and stopped by a test.
 public final class Broker: @unchecked Sendable {

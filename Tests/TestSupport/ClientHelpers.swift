@@ -1,18 +1,17 @@
-import Foundation
-import Logging
-import Mosquitto
+public import Foundation
+public import Logging
+public import Mosquitto
 import Synchronization
-import TestSupport
 
 /// A logger that stays quiet unless `GATT2MQTT_TEST_LOG` is set.
-func testLogger(_ label: String) -> Logger {
+public func testLogger(_ label: String) -> Logger {
   var logger = Logger(label: label)
   logger.logLevel = ProcessInfo.processInfo.environment["GATT2MQTT_TEST_LOG"] == nil ? .critical : .debug
   return logger
 }
 
 /// A client configuration pointing at `broker` with quick reconnects.
-func configuration(
+public func configuration(
   _ broker: Broker, id: String = "test-\(UUID().uuidString.prefix(8))",
   version: MQTTClientConfiguration.ProtocolVersion = .v311
 ) -> MQTTClientConfiguration {
@@ -22,14 +21,14 @@ func configuration(
 }
 
 /// Collects every message a client receives, for assertions.
-final class Collector: Sendable {
+public final class Collector: Sendable {
   private final class Box: Sendable {
     let messages = Mutex<[MQTTMessage]>([])
   }
   private let box = Box()
   private let task: Task<Void, Never>
 
-  init(_ client: MQTTClient) {
+  public init(_ client: MQTTClient) {
     let box = self.box
     task = Task {
       for await message in client.messages { box.messages.withLock { $0.append(message) } }
@@ -38,13 +37,13 @@ final class Collector: Sendable {
 
   deinit { task.cancel() }
 
-  var messages: [MQTTMessage] { box.messages.withLock { $0 } }
+  public var messages: [MQTTMessage] { box.messages.withLock { $0 } }
 
-  func count(topic: String) -> Int { messages.filter { $0.topic == topic }.count }
+  public func count(topic: String) -> Int { messages.filter { $0.topic == topic }.count }
 }
 
 /// Starts a client and waits for its first connection.
-func connectedClient(_ configuration: MQTTClientConfiguration) async throws -> MQTTClient {
+public func connectedClient(_ configuration: MQTTClientConfiguration) async throws -> MQTTClient {
   let client = try MQTTClient(configuration: configuration, logger: testLogger("test"))
   client.start()
   let ok = await eventually(timeout: 10) { client.statistics.connected }
