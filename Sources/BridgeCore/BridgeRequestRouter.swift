@@ -15,6 +15,7 @@ public struct BridgeRequestRouter: Sendable {
   ///   - verb: the topic's verb (`health_check`, `device/connect`, …).
   ///   - payload: the request's payload bytes.
   ///   - health: the current health figures, for `health_check`.
+  /// - Returns: the response to publish; never fails, bad input gets an error response.
   public func respond(verb: String, payload: [UInt8], health: () -> HealthReport)
     -> BridgeResponse
   {

@@ -102,7 +102,8 @@ public final class GatewayService: Service, Sendable {
 
   /// Answers one incoming message; never throws, whatever the message holds.
   func handle(_ message: MQTTMessage) {
-    guard let topic = try? TopicName(message.topic), case .bridge(let verb) = topics.parseRequest(topic)
+    guard let topic = try? TopicName(message.topic),
+      case .bridge(let verb) = topics.parseRequest(topic)
     else {
       logger.debug("ignored message", metadata: ["mqtt.topic": "\(message.topic)"])
       return
@@ -116,7 +117,8 @@ public final class GatewayService: Service, Sendable {
     }
     let payload = response.json.serializedBytes()
     if let responseTopic = try? topics.bridgeResponse(verb: verb) {
-      client.enqueue(MQTTMessage(topic: responseTopic.rawValue, payload: payload, qos: .atLeastOnce))
+      client.enqueue(
+        MQTTMessage(topic: responseTopic.rawValue, payload: payload, qos: .atLeastOnce))
     }
     if let replyTo = message.properties.responseTopic, (try? TopicName(replyTo)) != nil {
       client.enqueue(
@@ -138,7 +140,8 @@ public final class GatewayService: Service, Sendable {
       }
       var report = health()
       let now = ContinuousClock.now
-      let elapsed = Double((now - lastTime).components.seconds)
+      let elapsed =
+        Double((now - lastTime).components.seconds)
         + Double((now - lastTime).components.attoseconds) / 1e18
       report.publishRate = elapsed > 0 ? Double(report.published - lastPublished) / elapsed : 0
       lastPublished = report.published

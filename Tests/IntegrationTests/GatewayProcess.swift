@@ -44,7 +44,9 @@ final class GatewayProcess: @unchecked Sendable {
 }
 
 /// Subscribes a fresh observer client to `filter` and returns it with its collector.
-func observe(_ broker: Broker, _ filter: String, version: MQTTClientConfiguration.ProtocolVersion = .v311)
+func observe(
+  _ broker: Broker, _ filter: String, version: MQTTClientConfiguration.ProtocolVersion = .v311
+)
   async throws -> (MQTTClient, Collector)
 {
   let client = try await connectedClient(

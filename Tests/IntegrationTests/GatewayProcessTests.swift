@@ -15,7 +15,9 @@ struct GatewayProcessTests {
     let gateway = try GatewayProcess(broker: broker)
     let (observer, seen) = try await observe(broker, "gatt2mqtt/bridge/\(gateway.id)/#")
     #expect(
-      await eventually { seen.messages.contains { $0.topic.hasSuffix("/state") && $0.text == #"{"state":"online"}"# } },
+      await eventually {
+        seen.messages.contains { $0.topic.hasSuffix("/state") && $0.text == #"{"state":"online"}"# }
+      },
       "log: \(gateway.log)")
     #expect(await eventually { seen.messages.contains { $0.topic.hasSuffix("/info") } })
     // A newcomer receives state and info as retained messages.
@@ -29,7 +31,8 @@ struct GatewayProcessTests {
     #expect(infoJSON["version"]?.stringValue == "0.1.0")
     #expect(infoJSON["gateway"]?.stringValue == gateway.id)
     #expect(await eventually { seen.messages.filter { $0.topic.hasSuffix("/health") }.count >= 2 })
-    let health = try JSONValue.parse(try #require(seen.messages.last { $0.topic.hasSuffix("/health") }).payload)
+    let health = try JSONValue.parse(
+      try #require(seen.messages.last { $0.topic.hasSuffix("/health") }).payload)
     #expect((health["mqtt"]?["published"]?.integerValue ?? 0) >= 2)
     #expect(health["uptime"]?.doubleValue != nil)
     #expect((health["rss_bytes"]?.integerValue ?? 0) > 0)

@@ -22,6 +22,7 @@ public final class Broker: @unchecked Sendable {
   /// - Parameters:
   ///   - configuration: extra `mosquitto.conf` lines for the listener (TLS, passwords, …).
   ///   - persistence: keep messages and sessions across restarts.
+  /// - Throws: ``TestFailure`` when no free port or folder can be had.
   public init(configuration: String = "allow_anonymous true", persistence: Bool = false) throws {
     port = try freeLoopbackPort()
     directory = try makeTemporaryDirectory(prefix: "broker")

@@ -26,7 +26,8 @@ public struct Certificates: Sendable {
     directory = try makeTemporaryDirectory(prefix: "pki").path
     let d = directory
     try Certificates.openssl([
-      "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=gatt2mqtt test CA",
+      "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+      "/CN=gatt2mqtt test CA",
       "-keyout", "\(d)/ca.key", "-out", "\(d)/ca.pem",
     ])
     try "subjectAltName=IP:127.0.0.1,DNS:localhost\n".write(

@@ -26,7 +26,8 @@ public final class ChildProcess: @unchecked Sendable {
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
     let argv = ([executable] + arguments).map { strdup($0) } + [nil]
     defer { for pointer in argv { free(pointer) } }
-    let env = (environment ?? ProcessInfo.processInfo.environment).map { strdup("\($0)=\($1)") }
+    let env =
+      (environment ?? ProcessInfo.processInfo.environment).map { strdup("\($0)=\($1)") }
       + [nil]
     defer { for pointer in env { free(pointer) } }
     // Threads of Swift concurrency block signals; a child would inherit that mask and ignore
@@ -111,5 +112,7 @@ public func runProcess(
   let child = try ChildProcess(executable, arguments, outputPath: log, environment: environment)
   let status = child.wait()
   let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-  return (ChildProcess.exitCode(status) ?? 128 + (ChildProcess.terminatingSignal(status) ?? 0), output)
+  return (
+    ChildProcess.exitCode(status) ?? 128 + (ChildProcess.terminatingSignal(status) ?? 0), output
+  )
 }

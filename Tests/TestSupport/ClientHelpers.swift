@@ -6,7 +6,8 @@ import Synchronization
 /// A logger that stays quiet unless `GATT2MQTT_TEST_LOG` is set.
 public func testLogger(_ label: String) -> Logger {
   var logger = Logger(label: label)
-  logger.logLevel = ProcessInfo.processInfo.environment["GATT2MQTT_TEST_LOG"] == nil ? .critical : .debug
+  logger.logLevel =
+    ProcessInfo.processInfo.environment["GATT2MQTT_TEST_LOG"] == nil ? .critical : .debug
   return logger
 }
 
@@ -28,6 +29,7 @@ public final class Collector: Sendable {
   private let box = Box()
   private let task: Task<Void, Never>
 
+  /// Starts collecting what `client` receives.
   public init(_ client: MQTTClient) {
     let box = self.box
     task = Task {
@@ -37,8 +39,10 @@ public final class Collector: Sendable {
 
   deinit { task.cancel() }
 
+  /// Everything received so far, in order.
   public var messages: [MQTTMessage] { box.messages.withLock { $0 } }
 
+  /// How many messages arrived on `topic`.
   public func count(topic: String) -> Int { messages.filter { $0.topic == topic }.count }
 }
 

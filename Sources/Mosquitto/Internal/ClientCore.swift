@@ -559,7 +559,8 @@ final class ClientCore: @unchecked Sendable {
       }
       stats.withLock { $0.dropped += 1 }
       victim.waiter?.resume(
-        throwing: MQTTError(.dropped, "offline queue full; dropped a message to '\(victim.message.topic)'"))
+        throwing: MQTTError(
+          .dropped, "offline queue full; dropped a message to '\(victim.message.topic)'"))
     } else {
       pending.append(out)
     }
@@ -608,7 +609,8 @@ final class ClientCore: @unchecked Sendable {
     if rc == MOSQ_ERR_NO_CONN.rawValue { return false }
     let text = String(cString: mosquitto_strerror(rc))
     logger.error("MQTT publish refused: \(text)", metadata: ["mqtt.topic": "\(message.topic)"])
-    out.waiter?.resume(throwing: MQTTError(.invalidArgument, "publish to '\(message.topic)': \(text)"))
+    out.waiter?.resume(
+      throwing: MQTTError(.invalidArgument, "publish to '\(message.topic)': \(text)"))
     return true
   }
 
