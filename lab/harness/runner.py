@@ -308,22 +308,23 @@ async def main(results: Path) -> int:
             f"with {runner.controllers} kernel controller(s), bluetoothd {' '.join(sorted(await runner.bluez.adapters()))})")
     except Exception as e:  # noqa: BLE001
         runner.log("bring-up failed:", repr(e))
-        say(f"LAB lab-bring-up: failed (bring-up: {e})")
-        summary["scenarios"].append({"name": "lab-bring-up", "rows": "LAB", "status": "failed", "message": str(e)})
+        say(f"lab: bring-up failed: {e}")
+        summary["scenarios"].append({"name": "lab-bring-up", "rows": "LAB", "status": "failed",
+                                     "seconds": 0.0, "message": f"bring-up: {e}"})
         (results / "summary.json").write_text(json.dumps(summary, indent=1))
         return 1
 
-    for name, path in resolve(cfg):
+    selected = resolve(cfg)
+    for i, (name, path) in enumerate(selected, 1):
         if path is None:
             r = {"name": name, "rows": "?", "status": "failed", "seconds": 0.0,
                  "message": "no such scenario"}
         else:
             r = await runner.run_scenario(path, results / name)
         summary["scenarios"].append(r)
-        line = f"{r['rows']} {r['name']}: {r['status']} ({r['seconds']:.1f} s)"
-        if r["status"] != "passed":
-            line += f" - {r.get('message', '')}"
-        say(line)
+        # Progress only: lab/run prints the summary lines from summary.json once the VM is down
+        # (the console may lose the last bytes written before the VM powers off).
+        say(f"lab: [{i}/{len(selected)}] {r['name']} {r['status']} ({r['seconds']:.1f} s)")
         (results / "summary.json").write_text(json.dumps(summary, indent=1))
     await runner.stop_air()
     summary["total_guest_s"] = round(uptime(), 1)
