@@ -84,6 +84,10 @@ class Proc:
                 event = {"event": "output", "line": text}
             self.history.append(event)
             self._changed.set()
+        try:
+            await asyncio.wait_for(self.proc.wait(), 5)
+        except asyncio.TimeoutError:
+            pass
         self.history.append({"event": "exit"})
         self._changed.set()
         events_log.close()

@@ -35,9 +35,8 @@ class Actuator(common.Peripheral):
 
     def advertising(self):
         adv = (ad(AD_FLAGS, bytes([FLAGS_LE_GENERAL_NO_BREDR]))
-               + ad(AD_COMPLETE_128, common.uuid128_le(uuids.ACTUATOR_SERVICE))
-               + ad(AD_COMPLETE_NAME, self.args.name.encode()))
-        return adv, b""
+               + ad(AD_COMPLETE_128, common.uuid128_le(uuids.ACTUATOR_SERVICE)))
+        return adv, ad(AD_COMPLETE_NAME, self.args.name.encode())
 
     def status_bytes(self) -> bytes:
         return json.dumps(self.state, separators=(",", ":")).encode()

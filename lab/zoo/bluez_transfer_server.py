@@ -8,6 +8,10 @@ of MTU-3 bytes, then `EOM`.
 
 Same stdin/stdout protocol as the Bumble zoo (common.py): events registered, acquired {mtu,
 device}, sent {chunks, chunk_size, bytes}, released; commands text {text, send}, quit.
+
+BlueZ 5.66 calls AcquireNotify only for the first subscribed central (later subscribers share
+the socket): a server learns of neither later subscribers nor their MTUs, and what it writes
+goes to every subscribed central.
 """
 
 import argparse
@@ -56,6 +60,7 @@ class TransferCharacteristic(ServiceInterface):
         super().__init__("org.bluez.GattCharacteristic1")
         self.text = text
         self.socks: list[socket.socket] = []
+        self.mtus: dict[socket.socket, int] = {}
         self.lock = asyncio.Lock()
 
     @dbus_property(PropertyAccess.READ)
@@ -86,6 +91,7 @@ class TransferCharacteristic(ServiceInterface):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         ours.setblocking(False)
         self.socks.append(ours)
+        self.mtus[ours] = mtu
         loop = asyncio.get_running_loop()
         emit("acquired", mtu=mtu, device=device)
         fd = theirs.detach()
@@ -106,6 +112,7 @@ class TransferCharacteristic(ServiceInterface):
             asyncio.get_running_loop().remove_reader(sock.fileno())
             if sock in self.socks:
                 self.socks.remove(sock)
+            self.mtus.pop(sock, None)
             sock.close()
             emit("released")
 
@@ -204,6 +211,11 @@ async def main(args):
             if cmd.get("cmd") == "text":
                 char.text = cmd["text"].encode()
                 emit("text", bytes=len(char.text))
+                if cmd.get("send"):
+                    # One write per chunk to the AcquireNotify socket: bluetoothd sends each to
+                    # every subscribed central.
+                    for sock in list(char.socks):
+                        loop.create_task(char.send(sock, char.mtus[sock]))
         stop.set()
 
     task = loop.create_task(commands())

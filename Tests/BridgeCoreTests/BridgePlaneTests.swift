@@ -1,0 +1,83 @@
+import BridgeCore
+import Testing
+
+@Suite("Bridge plane payloads and requests")
+struct BridgePlaneTests {
+  let router = BridgeRequestRouter()
+  let health = { HealthReport(uptime: 12.34, residentMemoryBytes: 4096, published: 7, dropped: 2) }
+
+  @Test("state payloads are the exact JSON of TOPICS.md")
+  func statePayloads() {
+    #expect(
+      String(decoding: BridgePayload.state(online: true), as: UTF8.self) == #"{"state":"online"}"#)
+    #expect(
+      String(decoding: BridgePayload.state(online: false), as: UTF8.self) == #"{"state":"offline"}"#
+    )
+  }
+
+  @Test("an event carries its type and data")
+  func eventPayload() {
+    let bytes = BridgePayload.event(type: "adapter_recovered", data: ["adapter": "hci0"])
+    #expect(
+      String(decoding: bytes, as: UTF8.self)
+        == #"{"type":"adapter_recovered","data":{"adapter":"hci0"}}"#)
+  }
+
+  @Test("health JSON holds the MQTT counters, uptime and memory")
+  func healthJSON() {
+    let json = health().json
+    #expect(json["mqtt"]?["published"]?.integerValue == 7)
+    #expect(json["mqtt"]?["dropped"]?.integerValue == 2)
+    #expect(json["mqtt"]?["reconnects"]?.integerValue == 0)
+    #expect(json["uptime"]?.doubleValue == 12.3)
+    #expect(json["rss_bytes"]?.integerValue == 4096)
+  }
+
+  @Test("health_check answers ok with the health figures and echoes the transaction")
+  func healthCheck() {
+    let response = router.respond(
+      verb: "health_check", payload: Array(#"{"transaction":42}"#.utf8), health: health)
+    #expect(response.ok)
+    #expect(response.transaction == .integer(42))
+    let json = response.json
+    #expect(json["status"]?.stringValue == "ok")
+    #expect(json["data"]?["healthy"]?.boolValue == true)
+    #expect(json["data"]?["mqtt"]?["published"]?.integerValue == 7)
+    #expect(json["transaction"]?.integerValue == 42)
+  }
+
+  @Test("an empty payload is a request without transaction")
+  func emptyPayload() {
+    let response = router.respond(verb: "health_check", payload: Array("  \n".utf8), health: health)
+    #expect(response.ok)
+    #expect(response.json["transaction"] == nil)
+  }
+
+  @Test(
+    "malformed payloads get invalid_payload",
+    arguments: [[UInt8]("not json".utf8), [0xFF, 0xFE], Array("[1,2]".utf8), Array(#""x""#.utf8)])
+  func malformed(payload: [UInt8]) {
+    let response = router.respond(verb: "health_check", payload: payload, health: health)
+    #expect(!response.ok)
+    #expect(response.errorCode == "invalid_payload")
+    #expect(response.json["status"]?.stringValue == "error")
+    #expect((response.message ?? "").isEmpty == false)
+  }
+
+  @Test("an unknown verb gets unknown_request listing the known verbs")
+  func unknownVerb() {
+    let response = router.respond(
+      verb: "reboot", payload: Array(#"{"transaction":"a"}"#.utf8), health: health)
+    #expect(response.errorCode == "unknown_request")
+    #expect(response.message?.contains("health_check") == true)
+    #expect(response.transaction == .string("a"))
+  }
+
+  @Test(
+    "Bluetooth verbs answer not_supported until the roles exist",
+    arguments: ["scan", "device/connect", "peripheral/start"])
+  func bluetoothVerbs(verb: String) {
+    let response = router.respond(verb: verb, payload: [], health: health)
+    #expect(response.errorCode == "not_supported")
+  }
+}

@@ -1,0 +1,65 @@
+import BridgeCore
+import Gateway
+import Mosquitto
+import Testing
+
+@Suite("Gateway configuration → MQTT client settings")
+struct GatewayMQTTSettingsTests {
+  let topics = try! Topics(base: "home/ble", gateway: GatewayID("pi-1"))
+
+  @Test("the last will is the retained offline state on the gateway's state topic")
+  func will() throws {
+    let settings = MQTTClientConfiguration(gateway: GatewayConfiguration(), topics: topics)
+    let will = try #require(settings.will)
+    #expect(will.topic == "home/ble/bridge/pi-1/state")
+    #expect(will.text == #"{"state":"offline"}"#)
+    #expect(will.retain)
+    #expect(will.qos == .atLeastOnce)
+  }
+
+  @Test("the client id defaults to gatt2mqtt-<gateway id>; an explicit one wins")
+  func clientID() {
+    var configuration = GatewayConfiguration()
+    #expect(
+      MQTTClientConfiguration(gateway: configuration, topics: topics).clientID == "gatt2mqtt-pi-1")
+    configuration.mqtt.clientID = "custom"
+    #expect(MQTTClientConfiguration(gateway: configuration, topics: topics).clientID == "custom")
+  }
+
+  @Test("broker, protocol, credentials, reconnect and queue settings carry over")
+  func carryOver() {
+    var configuration = GatewayConfiguration()
+    configuration.mqtt.host = "broker.lan"
+    configuration.mqtt.port = 8883
+    configuration.mqtt.protocolVersion = .v5
+    configuration.mqtt.username = "u"
+    configuration.mqtt.password = "p"
+    configuration.mqtt.reconnect.minDelay = 0.5
+    configuration.mqtt.reconnect.maxDelay = 30
+    configuration.mqtt.offlineQueue.maxMessages = 42
+    configuration.mqtt.offlineQueue.policy = .dropNewest
+    let settings = MQTTClientConfiguration(gateway: configuration, topics: topics)
+    #expect(settings.host == "broker.lan")
+    #expect(settings.port == 8883)
+    #expect(settings.protocolVersion == .v5)
+    #expect(settings.username == "u")
+    #expect(settings.password == "p")
+    #expect(settings.minReconnectDelay == 0.5)
+    #expect(settings.maxReconnectDelay == 30)
+    #expect(settings.offlineQueueCapacity == 42)
+    #expect(settings.dropPolicy == .dropNewest)
+    #expect(settings.tls == nil)
+  }
+
+  @Test("TLS settings appear only when TLS is enabled")
+  func tls() {
+    var configuration = GatewayConfiguration()
+    configuration.mqtt.tls.caFile = "/ca.pem"
+    #expect(MQTTClientConfiguration(gateway: configuration, topics: topics).tls == nil)
+    configuration.mqtt.tls.enabled = true
+    configuration.mqtt.tls.insecure = true
+    let tls = MQTTClientConfiguration(gateway: configuration, topics: topics).tls
+    #expect(tls?.caFile == "/ca.pem")
+    #expect(tls?.insecure == true)
+  }
+}
