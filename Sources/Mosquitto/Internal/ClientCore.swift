@@ -426,14 +426,15 @@ final class ClientCore: @unchecked Sendable {
     case .published(let mid, let reason):
       guard let out = inflight.removeValue(forKey: mid) else { return }
       if out.message.qos != .atMostOnce { inflightReliable -= 1 }
+      if reason < 0x80 { stats.withLock { $0.published += 1 } }
+      // Refill the window (and the depth counters) before anyone waiting looks at them.
+      flushPending()
       if reason >= 0x80 {
         let text = String(cString: mosquitto_reason_string(reason))
         out.waiter?.resume(throwing: MQTTError(.publishRefused, "\(out.message.topic): \(text)"))
       } else {
-        stats.withLock { $0.published += 1 }
         out.waiter?.resume()
       }
-      flushPending()
     case .subscribed(let mid, let granted):
       guard let filter = subackFilters.removeValue(forKey: mid) else { return }
       let waiters = subscribeWaiters.removeValue(forKey: filter) ?? []

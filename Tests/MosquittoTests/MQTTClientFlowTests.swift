@@ -1,0 +1,102 @@
+import Foundation
+import Mosquitto
+import TestSupport
+import Testing
+
+@Suite(
+  "MQTT client flow control and subscriptions", .serialized,
+  .enabled(if: Broker.isAvailable, "mosquitto is not installed (apt-get install mosquitto)"))
+struct MQTTClientFlowTests {
+  @Test("a consumer that falls behind loses the newest messages, counted, never unbounded memory")
+  func incomingBufferIsBounded() async throws {
+    let broker = try Broker()
+    try broker.start()
+    var config = configuration(broker)
+    config.incomingBufferCapacity = 10
+    let subscriber = try await connectedClient(config)  // nobody iterates `messages`
+    try await subscriber.subscribe("flood/#", qos: .atLeastOnce)
+    let publisher = try await connectedClient(configuration(broker))
+    for i in 0..<100 {
+      try await publisher.publish(MQTTMessage(topic: "flood/\(i)", text: "x", qos: .atLeastOnce))
+    }
+    #expect(await eventually { subscriber.statistics.received == 100 })
+    #expect(subscriber.statistics.receivedDropped == 90)
+    var kept: [String] = []
+    for await message in subscriber.messages {
+      kept.append(message.topic)
+      if kept.count == 10 { break }
+    }
+    #expect(kept == (0..<10).map { "flood/\($0)" })
+    await publisher.shutdown()
+    await subscriber.shutdown()
+  }
+
+  @Test("after unsubscribe no more messages arrive on that filter")
+  func unsubscribe() async throws {
+    let broker = try Broker()
+    try broker.start()
+    let subscriber = try await connectedClient(configuration(broker))
+    let seen = Collector(subscriber)
+    try await subscriber.subscribe("a/#")
+    try await subscriber.subscribe("b/#")
+    let publisher = try await connectedClient(configuration(broker))
+    try await publisher.publish(MQTTMessage(topic: "a/1", text: "1", qos: .atLeastOnce))
+    #expect(await eventually { seen.messages.count == 1 })
+    try await subscriber.unsubscribe("a/#")
+    try await publisher.publish(MQTTMessage(topic: "a/2", text: "2", qos: .atLeastOnce))
+    try await publisher.publish(MQTTMessage(topic: "b/1", text: "3", qos: .atLeastOnce))
+    #expect(await eventually { seen.messages.count == 2 })
+    try await Task.sleep(for: .milliseconds(200))
+    #expect(seen.messages.map(\.topic) == ["a/1", "b/1"])
+    await publisher.shutdown()
+    await subscriber.shutdown()
+  }
+
+  @Test("a malformed subscription filter is refused with invalid_argument")
+  func badFilter() async throws {
+    let broker = try Broker()
+    try broker.start()
+    let client = try await connectedClient(configuration(broker))
+    await #expect(throws: MQTTError.self) { try await client.subscribe("a/#/b") }
+    // The client keeps working.
+    try await client.subscribe("ok/#")
+    await client.shutdown()
+  }
+
+  @Test("a publish to an invalid topic fails alone; other traffic continues")
+  func badTopicPublish() async throws {
+    let broker = try Broker()
+    try broker.start()
+    let client = try await connectedClient(configuration(broker))
+    let seen = Collector(client)
+    try await client.subscribe("fine")
+    await #expect {
+      try await client.publish(MQTTMessage(topic: "bad/+/topic", text: "x", qos: .atLeastOnce))
+    } throws: { error in
+      (error as? MQTTError)?.code == .invalidArgument
+    }
+    try await client.publish(MQTTMessage(topic: "fine", text: "y", qos: .atLeastOnce))
+    #expect(await eventually { seen.messages.map(\.text) == ["y"] })
+    await client.shutdown()
+  }
+
+  @Test("many QoS 1 publishes are paced by the in-flight window and all acknowledged")
+  func inflightWindow() async throws {
+    let broker = try Broker()
+    try broker.start()
+    var config = configuration(broker)
+    config.maxInflight = 5
+    let client = try await connectedClient(config)
+    await withTaskGroup(of: Void.self) { group in
+      for i in 0..<200 {
+        group.addTask {
+          try? await client.publish(MQTTMessage(topic: "w/\(i)", text: "\(i)", qos: .atLeastOnce))
+        }
+      }
+    }
+    #expect(client.statistics.published == 200)
+    #expect(client.statistics.inflight == 0)
+    #expect(client.statistics.dropped == 0)
+    await client.shutdown()
+  }
+}
