@@ -13,6 +13,7 @@ let package = Package(
     .executable(name: "gatt2mqtt", targets: ["gatt2mqtt"]),
     .library(name: "Mosquitto", targets: ["Mosquitto"]),
     .library(name: "BridgeCore", targets: ["BridgeCore"]),
+    .library(name: "DBus", targets: ["DBus"]),
   ],
   dependencies: [
     .package(
@@ -25,7 +26,7 @@ let package = Package(
     .package(url: "https://github.com/jpsim/Yams", exact: "6.2.2"),
   ],
   targets: [
-    // C adapters: only `Mosquitto` imports CMosquitto, only `DBus` (later) imports CDBus.
+    // C adapters: only `Mosquitto` imports CMosquitto, only `DBus` imports CDBus.
     .systemLibrary(
       name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
     .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
@@ -38,6 +39,7 @@ let package = Package(
         .product(name: "DequeModule", package: "swift-collections"),
       ],
       swiftSettings: strict),
+    .target(name: "DBus", dependencies: ["CDBus"], swiftSettings: strict),
     .target(name: "BridgeCore", swiftSettings: strict),
     .target(
       name: "Gateway",
@@ -59,6 +61,7 @@ let package = Package(
       swiftSettings: strict),
 
     .testTarget(name: "BridgeCoreTests", dependencies: ["BridgeCore"], swiftSettings: strict),
+    .testTarget(name: "DBusTests", dependencies: ["DBus"], swiftSettings: strict),
     .testTarget(
       name: "MosquittoTests", dependencies: ["Mosquitto", "TestSupport"], swiftSettings: strict),
     .testTarget(

@@ -1,0 +1,539 @@
+internal import CDBus
+import Foundation
+import Glibc
+import Synchronization
+
+/// What the filter saw, recorded for the loop to process after `dbus_connection_dispatch`.
+enum BusRecord {
+  case signal(DBusSignal)
+  case methodCall(MessagePointer, IncomingMessage)
+}
+
+/// The engine behind ``DBusConnection``: owns the libdbus connection and runs the bus thread.
+///
+/// Every libdbus call happens on the bus thread. It polls the connection's watches (from
+/// `dbus_connection_set_watch_functions`) and a wake-up pipe that other threads write to after
+/// putting a ``BusCommand`` in the inbox, fires libdbus timeouts (which is what times out
+/// pending calls), dispatches incoming messages through one filter, and completes pending calls.
+final class BusCore: @unchecked Sendable {
+  // Safety: the properties under "bus thread state" are read and written only on the bus thread
+  // (the loop and the libdbus callbacks it triggers); `inbox`, `stats` and `tokens` are
+  // Mutex-protected; the rest is immutable after init. The connection pointer is used only on the
+  // bus thread, and in `deinit` after that thread has ended (it holds a strong reference).
+
+  let uniqueName: String
+  let inbox = Mutex<(commands: [BusCommand], closed: Bool)>(([], false))
+  let stats = Mutex(DBusStatistics())
+  private let tokens = Mutex<UInt64>(0)
+  private let connection: OpaquePointer
+  private let wakeFD: Int32
+  private let wakeWriteFD: Int32
+  let canPassFDs: Bool
+
+  // MARK: bus thread state
+
+  struct PendingCall {
+    var pending: OpaquePointer
+    var waiter: ResultWaiter<[DBusValue]>
+  }
+
+  struct Subscription {
+    var rule: DBusMatchRule
+    var continuation: AsyncStream<DBusSignal>.Continuation
+  }
+
+  struct TrackedName {
+    var uses: Int
+    var owner: String?
+    var changeSeen: Bool
+  }
+
+  var watches = Set<OpaquePointer>()
+  /// Enabled timeouts with their next deadline (monotonic seconds); disabled ones are absent.
+  var timeouts: [OpaquePointer: Double] = [:]
+  var records: [BusRecord] = []
+  private var pendingCalls: [UInt64: PendingCall] = [:]
+  private var subscriptions: [UInt64: Subscription] = [:]
+  private var trackedNames: [String: TrackedName] = [:]
+  private var closeWaiters: [CheckedContinuation<Void, Never>] = []
+  private var stopped = false
+  /// Exported objects by path.
+  var objects: [DBusObjectPath: DBusExportedObject] = [:]
+  /// Paths serving `org.freedesktop.DBus.ObjectManager`.
+  var managers = Set<DBusObjectPath>()
+  /// Received method calls whose handler is still running, by token.
+  var incomingCalls: [UInt64: MessagePointer] = [:]
+  var nextIncomingToken: UInt64 = 0
+
+  /// At most this many exported method calls run at once; more get `LimitsExceeded`.
+  static let maxConcurrentIncomingCalls = 512
+
+  private init(connection: OpaquePointer, uniqueName: String, wake: (Int32, Int32)) {
+    self.connection = connection
+    self.uniqueName = uniqueName
+    self.wakeFD = wake.0
+    self.wakeWriteFD = wake.1
+    self.canPassFDs = dbus_connection_can_send_type(connection, CDBUS_TYPE_UNIX_FD) != 0
+  }
+
+  deinit {
+    dbus_connection_unref(connection)
+    close(wakeFD)
+    close(wakeWriteFD)
+  }
+
+  // MARK: opening
+
+  private static let threadsInitialised: Bool = {
+    dbus_threads_init_default()
+    return true
+  }()
+
+  /// Starts a bus thread that connects to `address`, registers with the bus (`Hello`) and then
+  /// serves the connection until it is closed or lost.
+  static func open(address: String) async -> Result<BusCore, DBusError> {
+    await withCheckedContinuation { (waiter: ResultWaiter<BusCore>) in
+      let thread = Thread { BusCore.threadMain(address: address, waiter: waiter) }
+      thread.name = "dbus"
+      thread.start()
+    }
+  }
+
+  private static func threadMain(address: String, waiter: ResultWaiter<BusCore>) {
+    _ = threadsInitialised
+    var error = CDBus.DBusError()
+    dbus_error_init(&error)
+    defer { dbus_error_free(&error) }
+    guard let connection = dbus_connection_open_private(address, &error) else {
+      waiter.resume(returning: .failure(makeError(&error, .connectionFailed, address)))
+      return
+    }
+    dbus_connection_set_exit_on_disconnect(connection, 0)
+    guard dbus_bus_register(connection, &error) != 0,
+      let name = dbus_bus_get_unique_name(connection)
+    else {
+      let failure = makeError(&error, .connectionFailed, address)
+      dbus_connection_close(connection)
+      dbus_connection_unref(connection)
+      waiter.resume(returning: .failure(failure))
+      return
+    }
+    var fds: [Int32] = [-1, -1]
+    guard pipe(&fds) == 0 else {
+      dbus_connection_close(connection)
+      dbus_connection_unref(connection)
+      let text = String(cString: strerror(errno))
+      waiter.resume(returning: .failure(DBusError(.connectionFailed, "pipe failed: \(text)")))
+      return
+    }
+    for fd in fds {
+      _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+      _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+    }
+    let core = BusCore(
+      connection: connection, uniqueName: String(cString: name), wake: (fds[0], fds[1]))
+    guard core.installCallbacks() else {
+      core.teardown()
+      waiter.resume(returning: .failure(DBusError(.noMemory, "cannot install libdbus callbacks")))
+      return
+    }
+    waiter.resume(returning: .success(core))
+    core.runLoop()
+  }
+
+  private static func makeError(
+    _ error: inout CDBus.DBusError, _ code: DBusError.Code, _ address: String
+  ) -> DBusError {
+    guard dbus_error_is_set(&error) != 0 else {
+      return DBusError(code, "cannot connect to \(address)")
+    }
+    var result = DBusError(
+      code, "\(address): " + (error.message.map { String(cString: $0) } ?? "unknown error"))
+    if let name = error.name { result.name = String(cString: name) }
+    return result
+  }
+
+  private func installCallbacks() -> Bool {
+    let me = Unmanaged.passUnretained(self).toOpaque()
+    guard
+      dbus_connection_set_watch_functions(
+        connection, dbusAddWatch, dbusRemoveWatch, dbusToggleWatch, me, nil) != 0,
+      dbus_connection_set_timeout_functions(
+        connection, dbusAddTimeout, dbusRemoveTimeout, dbusToggleTimeout, me, nil) != 0,
+      dbus_connection_add_filter(connection, dbusFilter, me, nil) != 0
+    else { return false }
+    return true
+  }
+
+  /// Detaches the callbacks (so that nothing calls into this object again) and closes.
+  private func teardown() {
+    dbus_connection_remove_filter(connection, dbusFilter, Unmanaged.passUnretained(self).toOpaque())
+    dbus_connection_set_watch_functions(connection, nil, nil, nil, nil, nil)
+    dbus_connection_set_timeout_functions(connection, nil, nil, nil, nil, nil)
+    dbus_connection_close(connection)
+    watches.removeAll()
+    timeouts.removeAll()
+  }
+
+  // MARK: entry points from other threads
+
+  /// A fresh token for calls and subscriptions.
+  func nextToken() -> UInt64 {
+    tokens.withLock { value in
+      value += 1
+      return value
+    }
+  }
+
+  /// Queues a command for the bus thread and wakes it; answers it at once if the bus thread
+  /// has ended.
+  func send(_ command: BusCommand) {
+    let accepted = inbox.withLock { inbox in
+      if !inbox.closed { inbox.commands.append(command) }
+      return !inbox.closed
+    }
+    guard accepted else {
+      BusCore.refuse(command)
+      return
+    }
+    var one: UInt8 = 1
+    _ = write(wakeWriteFD, &one, 1)  // a full pipe already means "wake up"
+  }
+
+  // MARK: callbacks (bus thread)
+
+  func timeoutChanged(_ timeout: OpaquePointer) {
+    if dbus_timeout_get_enabled(timeout) != 0 {
+      timeouts[timeout] = now() + Double(dbus_timeout_get_interval(timeout)) / 1000
+    } else {
+      timeouts[timeout] = nil
+    }
+  }
+
+  /// Records signals and method calls; returns true for method calls (we answer all of them).
+  func filter(_ raw: OpaquePointer) -> Bool {
+    let type = dbus_message_get_type(raw)
+    if type == DBUS_MESSAGE_TYPE_SIGNAL {
+      let message = MessagePointer(retaining: raw)
+      if let signal = message.read().signal { records.append(.signal(signal)) }
+      return false
+    }
+    if type == DBUS_MESSAGE_TYPE_METHOD_CALL {
+      let message = MessagePointer(retaining: raw)
+      records.append(.methodCall(message, message.read()))
+      return true
+    }
+    return false
+  }
+
+  // MARK: the loop
+
+  private func runLoop() {
+    while !stopped {
+      drainInbox()
+      dispatchAll()
+      if stopped { break }
+      pollOnce()
+      fireTimeouts()
+      dispatchAll()
+    }
+    finish()
+  }
+
+  private func pollOnce() {
+    var fds = [pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
+    var polled: [OpaquePointer] = []
+    for watch in watches where dbus_watch_get_enabled(watch) != 0 {
+      let flags = dbus_watch_get_flags(watch)
+      var events: Int16 = 0
+      if flags & DBUS_WATCH_READABLE.rawValue != 0 { events |= Int16(POLLIN) }
+      if flags & DBUS_WATCH_WRITABLE.rawValue != 0 { events |= Int16(POLLOUT) }
+      fds.append(pollfd(fd: dbus_watch_get_unix_fd(watch), events: events, revents: 0))
+      polled.append(watch)
+    }
+    var timeout: Int32 = -1
+    if let deadline = timeouts.values.min() {
+      timeout = Int32(max(0, min(60_000, (deadline - now()) * 1000)).rounded(.up))
+    }
+    let ready = poll(&fds, nfds_t(fds.count), timeout)
+    guard ready > 0 else { return }
+    if fds[0].revents != 0 {
+      var buffer = [UInt8](repeating: 0, count: 256)
+      while read(wakeFD, &buffer, buffer.count) > 0 {}
+    }
+    for (index, watch) in polled.enumerated() {
+      let revents = fds[index + 1].revents
+      // An earlier dbus_watch_handle may have removed this watch.
+      guard revents != 0, watches.contains(watch) else { continue }
+      var flags: UInt32 = 0
+      if revents & Int16(POLLIN) != 0 { flags |= DBUS_WATCH_READABLE.rawValue }
+      if revents & Int16(POLLOUT) != 0 { flags |= DBUS_WATCH_WRITABLE.rawValue }
+      if revents & Int16(POLLERR) != 0 { flags |= DBUS_WATCH_ERROR.rawValue }
+      if revents & Int16(POLLHUP) != 0 { flags |= DBUS_WATCH_HANGUP.rawValue }
+      _ = dbus_watch_handle(watch, flags)
+    }
+  }
+
+  private func fireTimeouts() {
+    let t = now()
+    for (timeout, deadline) in timeouts where deadline <= t {
+      guard timeouts[timeout] != nil else { continue }
+      // libdbus timeouts repeat until removed or disabled.
+      timeouts[timeout] = t + Double(dbus_timeout_get_interval(timeout)) / 1000
+      _ = dbus_timeout_handle(timeout)
+    }
+  }
+
+  /// Dispatches every queued message, then processes what the filter recorded and completes
+  /// pending calls.
+  private func dispatchAll() {
+    while true {
+      while dbus_connection_get_dispatch_status(connection) == DBUS_DISPATCH_DATA_REMAINS {
+        _ = dbus_connection_dispatch(connection)
+        processRecords()
+      }
+      processRecords()
+      completePendingCalls()
+      if stopped || dbus_connection_get_dispatch_status(connection) != DBUS_DISPATCH_DATA_REMAINS {
+        break
+      }
+    }
+    if dbus_connection_get_is_connected(connection) == 0 { stopped = true }
+  }
+
+  private func processRecords() {
+    while !records.isEmpty {
+      let batch = records
+      records.removeAll()
+      for record in batch {
+        switch record {
+        case .signal(let signal): route(signal)
+        case .methodCall(let message, let call): handleMethodCall(message, call)
+        }
+      }
+    }
+  }
+
+  private func completePendingCalls() {
+    for (token, call) in pendingCalls where dbus_pending_call_get_completed(call.pending) != 0 {
+      pendingCalls[token] = nil
+      let result: Result<[DBusValue], DBusError>
+      if let raw = dbus_pending_call_steal_reply(call.pending) {
+        let reply = MessagePointer(owning: raw).read()
+        if let error = reply.error {
+          result = .failure(error)
+        } else {
+          result = .success(reply.arguments)
+        }
+      } else {
+        result = .failure(DBusError(.disconnected, "no reply"))
+      }
+      dbus_pending_call_unref(call.pending)
+      updatePendingCount()
+      call.waiter.resume(returning: result)
+    }
+  }
+
+  private func updatePendingCount() {
+    let count = pendingCalls.count
+    stats.withLock { $0.pendingCalls = count }
+  }
+
+  // MARK: signals
+
+  private func route(_ signal: DBusSignal) {
+    if signal.interface == "org.freedesktop.DBus.Local" && signal.member == "Disconnected" {
+      stopped = true
+      return
+    }
+    if signal.sender == "org.freedesktop.DBus", let change = DBusNameOwnerChange(signal),
+      trackedNames[change.name] != nil
+    {
+      trackedNames[change.name]?.owner = change.newOwner
+      trackedNames[change.name]?.changeSeen = true
+    }
+    var delivered = 0
+    var dropped = 0
+    for subscription in subscriptions.values {
+      let owner = subscription.rule.sender.flatMap { trackedNames[$0]?.owner }
+      guard subscription.rule.matches(signal, senderOwner: owner) else { continue }
+      if case .dropped = subscription.continuation.yield(signal) {
+        dropped += 1
+      } else {
+        delivered += 1
+      }
+    }
+    if delivered + dropped > 0 {
+      stats.withLock {
+        $0.signalsDelivered += delivered
+        $0.signalsDropped += dropped
+      }
+    }
+  }
+
+  private static func nameOwnerRule(_ name: String) -> DBusMatchRule {
+    DBusMatchRule(
+      sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
+      member: "NameOwnerChanged", path: "/org/freedesktop/DBus", arguments: [0: name])
+  }
+
+  /// Sends `AddMatch`/`RemoveMatch` without waiting for the reply.
+  private func sendMatch(_ member: String, _ rule: DBusMatchRule) {
+    let call = OutgoingCall(
+      destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+      interface: "org.freedesktop.DBus", member: member, arguments: [.string(rule.description)],
+      noReply: true)
+    _ = try? sendNoReply(call)
+  }
+
+  // MARK: commands
+
+  private func drainInbox() {
+    let commands = inbox.withLock { inbox in
+      defer { inbox.commands.removeAll() }
+      return inbox.commands
+    }
+    for command in commands { execute(command) }
+  }
+
+  private func execute(_ command: BusCommand) {
+    switch command {
+    case .call(let token, let call, let timeout, let waiter):
+      do throws(DBusError) {
+        let message = try makeMethodCall(call)
+        var pending: OpaquePointer?
+        guard dbus_connection_send_with_reply(connection, message.raw, &pending, timeout) != 0
+        else { throw DBusError(.noMemory, "cannot send the method call") }
+        guard let pending else { throw DBusError(.disconnected, "the connection is closed") }
+        pendingCalls[token] = PendingCall(pending: pending, waiter: waiter)
+        updatePendingCount()
+      } catch {
+        waiter.resume(returning: .failure(error))
+      }
+    case .cancelCall(let token):
+      guard let call = pendingCalls.removeValue(forKey: token) else { return }
+      dbus_pending_call_cancel(call.pending)
+      dbus_pending_call_unref(call.pending)
+      updatePendingCount()
+      call.waiter.resume(returning: .failure(DBusError(.cancelled, "the call was cancelled")))
+    case .emit(let signal, let waiter):
+      do throws(DBusError) {
+        try emit(signal)
+        waiter?.resume(returning: .success(()))
+      } catch {
+        waiter?.resume(returning: .failure(error))
+      }
+    case .subscribe(let id, let rule, let continuation):
+      subscriptions[id] = Subscription(rule: rule, continuation: continuation)
+    case .unsubscribe(let id):
+      guard let subscription = subscriptions.removeValue(forKey: id) else { return }
+      sendMatch("RemoveMatch", subscription.rule)
+      if let sender = subscription.rule.sender, var tracked = trackedNames[sender] {
+        tracked.uses -= 1
+        trackedNames[sender] = tracked.uses > 0 ? tracked : nil
+        if tracked.uses == 0 { sendMatch("RemoveMatch", Self.nameOwnerRule(sender)) }
+      }
+    case .trackName(let name):
+      if var tracked = trackedNames[name] {
+        tracked.uses += 1
+        trackedNames[name] = tracked
+      } else {
+        trackedNames[name] = TrackedName(uses: 1, owner: nil, changeSeen: false)
+        sendMatch("AddMatch", Self.nameOwnerRule(name))
+      }
+    case .initialOwner(let name, let owner):
+      if let tracked = trackedNames[name], !tracked.changeSeen {
+        trackedNames[name]?.owner = owner
+      }
+    case .export(let path, let object, let properties, let waiter):
+      waiter.resume(returning: export(object, at: path, properties: properties))
+    case .unexport(let path, let waiter):
+      waiter.resume(returning: unexport(at: path))
+    case .addObjectManager(let path, let waiter):
+      managers.insert(path)
+      waiter.resume(returning: .success(()))
+    case .reply(let token, let result):
+      sendReply(token: token, result)
+    case .awaitClose(let waiter):
+      closeWaiters.append(waiter)
+    case .close:
+      stopped = true
+    }
+  }
+
+  func makeMethodCall(_ call: OutgoingCall) throws(DBusError) -> MessagePointer {
+    let message = try MessagePointer.methodCall(
+      destination: call.destination, path: call.path, interface: call.interface,
+      member: call.member)
+    try message.append(call.arguments, allowFDs: canPassFDs)
+    return message
+  }
+
+  func sendNoReply(_ call: OutgoingCall) throws(DBusError) {
+    let message = try makeMethodCall(call)
+    message.setNoReply()
+    try send(message)
+  }
+
+  func emit(_ signal: OutgoingSignal) throws(DBusError) {
+    let message = try MessagePointer.signal(
+      path: signal.path, interface: signal.interface, member: signal.member,
+      destination: signal.destination)
+    try message.append(signal.arguments, allowFDs: canPassFDs)
+    try send(message)
+  }
+
+  func send(_ message: MessagePointer) throws(DBusError) {
+    guard dbus_connection_send(connection, message.raw, nil) != 0 else {
+      throw DBusError(.noMemory, "cannot queue the message")
+    }
+  }
+
+  // MARK: shutting down
+
+  private func finish() {
+    let disconnected = DBusError(.disconnected, "the D-Bus connection is closed")
+    for call in pendingCalls.values {
+      dbus_pending_call_cancel(call.pending)
+      dbus_pending_call_unref(call.pending)
+      call.waiter.resume(returning: .failure(disconnected))
+    }
+    pendingCalls.removeAll()
+    updatePendingCount()
+    for subscription in subscriptions.values { subscription.continuation.finish() }
+    subscriptions.removeAll()
+    incomingCalls.removeAll()
+    records.removeAll()
+    teardown()
+    stats.withLock { $0.connected = false }
+    let rest = inbox.withLock { inbox in
+      inbox.closed = true
+      defer { inbox.commands.removeAll() }
+      return inbox.commands
+    }
+    for command in rest { BusCore.refuse(command) }
+    for waiter in closeWaiters { waiter.resume() }
+    closeWaiters.removeAll()
+  }
+
+  /// Answers a command that arrives after the bus thread has ended.
+  private static func refuse(_ command: BusCommand) {
+    let error = DBusError(.disconnected, "the D-Bus connection is closed")
+    switch command {
+    case .call(_, _, _, let waiter): waiter.resume(returning: .failure(error))
+    case .emit(_, let waiter): waiter?.resume(returning: .failure(error))
+    case .subscribe(_, _, let continuation): continuation.finish()
+    case .export(_, _, _, let waiter), .unexport(_, let waiter),
+      .addObjectManager(_, let waiter):
+      waiter.resume(returning: .failure(error))
+    case .awaitClose(let waiter): waiter.resume()
+    case .cancelCall, .unsubscribe, .trackName, .initialOwner, .reply, .close: break
+    }
+  }
+
+  func now() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+  }
+}

@@ -1,0 +1,138 @@
+import DBus
+import Testing
+
+/// The next element of `stream`, or nil when none arrives within `timeout`.
+func next<S: AsyncSequence & Sendable>(
+  _ stream: S, within timeout: Duration = .seconds(5)
+) async -> S.Element? where S.Element: Sendable {
+  await withTaskGroup(of: S.Element?.self) { group in
+    group.addTask {
+      var iterator = stream.makeAsyncIterator()
+      return try? await iterator.next()
+    }
+    group.addTask {
+      try? await Task.sleep(for: timeout)
+      return nil
+    }
+    let first = await group.next() ?? nil
+    group.cancelAll()
+    return first
+  }
+}
+
+@Suite(
+  "D-Bus signal subscriptions",
+  .enabled(if: PrivateBus.isAvailable, "dbus-daemon is not installed (apt-get install dbus)"),
+  .timeLimit(.minutes(1)))
+struct DBusSignalTests {
+  @Test("a subscription receives only the signals its rule matches")
+  func ruleFiltersSignals() async throws {
+    try await PrivateBus.with { bus in
+      let emitter = try await bus.connect()
+      let listener = try await bus.connect()
+      let pings = try await listener.signals(
+        matching: DBusMatchRule(
+          interface: "com.example.Test", member: "Ping", pathNamespace: "/com/example",
+          arguments: [0: "yes"]))
+      let everything = try await listener.signals(
+        matching: DBusMatchRule(interface: "com.example.Test"))
+      try await emitter.emitSignal(
+        path: "/other", interface: "com.example.Test", member: "Ping", arguments: [.string("yes")])
+      try await emitter.emitSignal(
+        path: "/com/example/a", interface: "com.example.Test", member: "Ping",
+        arguments: [.string("no")])
+      try await emitter.emitSignal(
+        path: "/com/example/a", interface: "com.example.Test", member: "Ping",
+        arguments: [.string("yes")])
+      let received = await next(pings)
+      #expect(received?.path == "/com/example/a")
+      #expect(received?.arguments == [.string("yes")])
+      var all = everything.makeAsyncIterator()
+      let paths = [await all.next(), await all.next(), await all.next()].map { $0?.path }
+      #expect(paths == ["/other", "/com/example/a", "/com/example/a"])
+      // The counter is updated on the bus thread; give it a moment to settle.
+      for _ in 0..<100 where listener.statistics.signalsDelivered < 4 {
+        try await Task.sleep(for: .milliseconds(10))
+      }
+      #expect(listener.statistics.signalsDelivered == 4)
+    }
+  }
+
+  @Test("a rule with a well-known sender matches the name's current owner only")
+  func wellKnownSender() async throws {
+    try await PrivateBus.with { bus in
+      let owner = try await bus.connect()
+      let stranger = try await bus.connect()
+      let listener = try await bus.connect()
+      #expect(try await owner.requestName("com.example.Owner") == .primaryOwner)
+      let stream = try await listener.signals(
+        matching: DBusMatchRule(sender: "com.example.Owner", interface: "com.example.Test"))
+      let any = try await listener.signals(matching: DBusMatchRule(interface: "com.example.Test"))
+      try await stranger.emitSignal(path: "/s", interface: "com.example.Test", member: "Ping")
+      try await owner.emitSignal(path: "/o", interface: "com.example.Test", member: "Ping")
+      let received = await next(stream)
+      #expect(received?.path == "/o")
+      #expect(received?.sender == owner.uniqueName)
+      // Two connections: the bus may interleave them either way.
+      var iterator = any.makeAsyncIterator()
+      let paths = [await iterator.next()?.path, await iterator.next()?.path]
+      #expect(Set(paths) == ["/s", "/o"])
+    }
+  }
+
+  @Test("NameOwnerChanged reports a name being taken and its owner going away")
+  func nameOwnerChanges() async throws {
+    try await PrivateBus.with { bus in
+      let watcher = try await bus.connect()
+      let changes = try await watcher.nameOwnerChanges(of: "com.example.Coming")
+      #expect(try await watcher.nameOwner(of: "com.example.Coming") == nil)
+      let owner = try await bus.connect()
+      let unique = owner.uniqueName
+      #expect(try await owner.requestName("com.example.Coming") == .primaryOwner)
+      var iterator = changes.makeAsyncIterator()
+      let taken = await iterator.next()
+      #expect(
+        taken == DBusNameOwnerChange(name: "com.example.Coming", oldOwner: nil, newOwner: unique))
+      #expect(try await watcher.nameOwner(of: "com.example.Coming") == unique)
+      await owner.close()
+      let gone = await iterator.next()
+      #expect(
+        gone == DBusNameOwnerChange(name: "com.example.Coming", oldOwner: unique, newOwner: nil))
+    }
+  }
+
+  @Test("signal streams finish when the connection closes")
+  func streamsFinishOnClose() async throws {
+    try await PrivateBus.with { bus in
+      let listener = try await bus.connect()
+      let stream = try await listener.signals(matching: DBusMatchRule(interface: "com.example.X"))
+      await listener.close()
+      var iterator = stream.makeAsyncIterator()
+      #expect(await iterator.next() == nil)
+      #expect(!listener.isConnected)
+    }
+  }
+
+  @Test("a full subscription buffer drops newer signals and counts them")
+  func boundedBuffer() async throws {
+    try await PrivateBus.with { bus in
+      let emitter = try await bus.connect()
+      let listener = try await bus.connect()
+      let stream = try await listener.signals(
+        matching: DBusMatchRule(interface: "com.example.Flood"), bufferSize: 2)
+      for index in 0..<5 {
+        try await emitter.emitSignal(
+          path: "/f", interface: "com.example.Flood", member: "N", arguments: [.int32(Int32(index))]
+        )
+      }
+      // The emitter's round trip puts the signals in the bus's queue to the listener before the
+      // listener's own round trip, whose reply is dispatched after them.
+      _ = try await emitter.nameOwner(of: listener.uniqueName)
+      _ = try await listener.nameOwner(of: emitter.uniqueName)
+      var iterator = stream.makeAsyncIterator()
+      #expect(await iterator.next()?.arguments == [.int32(0)])
+      #expect(await iterator.next()?.arguments == [.int32(1)])
+      #expect(listener.statistics.signalsDropped == 3)
+    }
+  }
+}
