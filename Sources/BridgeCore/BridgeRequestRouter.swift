@@ -15,10 +15,14 @@ public struct BridgeRequestRouter: Sendable {
   ///   - verb: the topic's verb (`health_check`, `device/connect`, …).
   ///   - payload: the request's payload bytes.
   ///   - health: the current health figures, for `health_check`.
+  ///   - scan: carries out a valid `scan` command (``DiscoveryBridge/apply(_:)``); the router
+  ///     sets the transaction. `nil` (no Bluetooth role yet) answers valid commands with
+  ///     `not_supported`; invalid ones get `invalid_payload` either way.
   /// - Returns: the response to publish; never fails, bad input gets an error response.
-  public func respond(verb: String, payload: [UInt8], health: () -> HealthReport)
-    -> BridgeResponse
-  {
+  public func respond(
+    verb: String, payload: [UInt8], health: () -> HealthReport,
+    scan: ((ScanCommand) -> BridgeResponse)? = nil
+  ) -> BridgeResponse {
     let request: BridgeRequest
     do {
       request = try BridgeRequest(verb: verb, payload: payload)
@@ -32,16 +36,32 @@ public struct BridgeRequestRouter: Sendable {
         for (key, value) in figures { data[key] = value }
       }
       return .success(data, transaction: request.transaction)
+    case "scan":
+      let command: ScanCommand
+      do {
+        command = try ScanCommand(parsing: request.body)
+      } catch {
+        return .failure(
+          code: error.code, message: error.description, transaction: request.transaction)
+      }
+      guard let scan else { return notSupported(verb, transaction: request.transaction) }
+      var response = scan(command)
+      response.transaction = request.transaction
+      return response
     case _ where Self.bluetoothVerbs.contains(verb):
-      return .failure(
-        code: "not_supported",
-        message: "'\(verb)' needs the Bluetooth roles, which this build does not have yet",
-        transaction: request.transaction)
+      return notSupported(verb, transaction: request.transaction)
     default:
       let known = (["health_check"] + Self.bluetoothVerbs.sorted()).joined(separator: ", ")
       return .failure(
         code: "unknown_request", message: "unknown request '\(verb)'; known: \(known)",
         transaction: request.transaction)
     }
+  }
+
+  private func notSupported(_ verb: String, transaction: JSONValue?) -> BridgeResponse {
+    .failure(
+      code: "not_supported",
+      message: "'\(verb)' needs the Bluetooth roles, which this build does not have yet",
+      transaction: transaction)
   }
 }

@@ -75,9 +75,33 @@ struct BridgePlaneTests {
 
   @Test(
     "Bluetooth verbs answer not_supported until the roles exist",
-    arguments: ["scan", "device/connect", "peripheral/start"])
+    arguments: ["device/connect", "peripheral/start"])
   func bluetoothVerbs(verb: String) {
     let response = router.respond(verb: verb, payload: [], health: health)
     #expect(response.errorCode == "not_supported")
+  }
+
+  @Test("a valid scan request without a scanner answers not_supported, with the transaction")
+  func scanWithoutScanner() {
+    let response = router.respond(
+      verb: "scan", payload: Array(#"{"action":"start","transaction":5}"#.utf8), health: health)
+    #expect(response.errorCode == "not_supported")
+    #expect(response.transaction == .integer(5))
+  }
+
+  @Test(
+    "an invalid scan request gets invalid_payload before reaching the scanner",
+    arguments: [
+      "", #"{"action":"pause"}"#, #"{"action":"start","filter":{"min_rssi":"loud"}}"#,
+      #"{"action":"stop","filter":{}}"#,
+    ])
+  func invalidScan(payload: String) {
+    var called = false
+    let response = router.respond(verb: "scan", payload: Array(payload.utf8), health: health) { _ in
+      called = true
+      return .success(transaction: nil)
+    }
+    #expect(response.errorCode == "invalid_payload")
+    #expect(!called)
   }
 }

@@ -1,0 +1,47 @@
+/// The central-role port: what the bridge logic needs from a Bluetooth stack, implemented by
+/// the `BlueZ` module over D-Bus and by in-memory fakes in tests.
+///
+/// Implementations report what happens as ``CentralEvent``s and carry out discovery commands
+/// (``BridgeOutput/startDiscovery(adapter:filter:)``, ``BridgeOutput/stopDiscovery(adapter:)``).
+///
+/// - Important: Subscribe with ``events()`` before taking the ``adapters()`` snapshot, so that
+///   nothing falls between the two; applying an `adapterChanged` twice is harmless.
+public protocol BLECentral: Sendable {
+  /// A stream of everything the stack reports from now on.
+  ///
+  /// The stream buffers a bounded number of events (implementations state how many and which
+  /// ones they drop first) and finishes when the central shuts down.
+  ///
+  /// - Returns: The events.
+  func events() -> AsyncStream<CentralEvent>
+
+  /// The adapters the stack knows now.
+  ///
+  /// - Returns: Every adapter's current state.
+  /// - Throws: ``CentralError`` when the stack cannot be asked (``CentralError/Code/unavailable``).
+  func adapters() async throws(CentralError) -> [AdapterInfo]
+
+  /// Starts LE discovery on an adapter with a filter, or applies a new filter when it is already
+  /// discovering; idempotent.
+  ///
+  /// - Parameters:
+  ///   - adapter: The adapter's id, for example `hci0`.
+  ///   - filter: What to report.
+  /// - Throws: ``CentralError`` when the stack refuses.
+  func startDiscovery(adapter: String, filter: DiscoveryFilter) async throws(CentralError)
+
+  /// Stops the discovery this central started on an adapter; stopping when not discovering is
+  /// not an error.
+  ///
+  /// - Parameter adapter: The adapter's id.
+  /// - Throws: ``CentralError`` when the stack refuses.
+  func stopDiscovery(adapter: String) async throws(CentralError)
+
+  /// Powers an adapter on or off (used to recover a stuck adapter).
+  ///
+  /// - Parameters:
+  ///   - adapter: The adapter's id.
+  ///   - on: Whether to power it on.
+  /// - Throws: ``CentralError`` when the stack refuses.
+  func setPowered(adapter: String, _ on: Bool) async throws(CentralError)
+}

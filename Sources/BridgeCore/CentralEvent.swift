@@ -1,0 +1,24 @@
+/// Something a ``BLECentral`` observed, delivered in the order it happened.
+public enum CentralEvent: Sendable, Hashable {
+  /// An adapter appeared or one of its properties changed; the value is its full current state.
+  case adapterChanged(AdapterInfo)
+  /// An adapter disappeared (unplugged, or removed from the stack).
+  case adapterRemoved(id: String)
+  /// The Bluetooth stack itself went away (bluetoothd stopped or restarted): every adapter,
+  /// device and discovery session is gone. The stack's return shows as `adapterChanged` events.
+  case stackLost
+  /// A device appeared in the stack (first advertisement, or from its cache at start-up, then
+  /// with `rssi == nil`).
+  case deviceAppeared(Advertisement)
+  /// A device's advertised properties changed or another advertisement arrived; the value holds
+  /// all its current properties, not only the changed ones.
+  case deviceUpdated(Advertisement)
+  /// The stack dropped a device from its cache. The gateway keeps its own timing (the
+  /// ``DeviceRegistry``), so this does not forget the device.
+  case deviceRemoved(BluetoothAddress)
+  /// A device connected or disconnected.
+  case connectionChanged(BluetoothAddress, connected: Bool)
+  /// The RSSI of a connected device, read from the connection on request (a connected device
+  /// usually stops advertising; the field notes: it must be asked for each time).
+  case connectionRSSI(BluetoothAddress, rssi: Int)
+}

@@ -1,0 +1,81 @@
+/// One device in the ``DeviceRegistry``: everything the gateway knows about it right now.
+public struct DeviceRecord: Sendable, Hashable {
+  /// The device's id, the `<dev>` level of its topics.
+  public var id: DeviceID
+  /// The device's address.
+  public var address: BluetoothAddress
+  /// The address type.
+  public var addressType: Advertisement.AddressType
+  /// The advertised name's bytes, when one was seen (kept when later advertisements lack it).
+  public var name: [UInt8]?
+  /// The RSSI of the last advertisement, in dBm.
+  public var rssi: Int?
+  /// When the device was first seen, in seconds since the Unix epoch.
+  public var firstSeen: Double
+  /// When the device was last seen (advertisement or connection activity).
+  public var lastSeen: Double
+  /// The connection state.
+  public var connection: ConnectionState
+  /// Whether the device counts as reachable (`<base>/<dev>/availability`).
+  public var online: Bool
+
+  /// Makes a record.
+  ///
+  /// - Parameters:
+  ///   - id: The device's id.
+  ///   - address: The device's address.
+  ///   - addressType: The address type.
+  ///   - name: The advertised name's bytes.
+  ///   - rssi: The last RSSI.
+  ///   - firstSeen: When it was first seen.
+  ///   - lastSeen: When it was last seen.
+  ///   - connection: The connection state.
+  ///   - online: Whether it counts as reachable.
+  public init(
+    id: DeviceID, address: BluetoothAddress, addressType: Advertisement.AddressType,
+    name: [UInt8]?, rssi: Int?, firstSeen: Double, lastSeen: Double,
+    connection: ConnectionState = .disconnected, online: Bool = true
+  ) {
+    self.id = id
+    self.address = address
+    self.addressType = addressType
+    self.name = name
+    self.rssi = rssi
+    self.firstSeen = firstSeen
+    self.lastSeen = lastSeen
+    self.connection = connection
+    self.online = online
+  }
+
+  /// The payload of `<base>/<dev>/availability`: `{"state":"online"}` or `{"state":"offline"}`.
+  public var availabilityJSON: JSONValue {
+    ["state": .string(online ? "online" : "offline")]
+  }
+
+  /// The device's entry in `<base>/bridge/<gw>/devices`:
+  /// `{"id":"A4C1381E29DF","address":"A4:C1:38:1E:29:DF","addr_type":"public","name":"Thermo",
+  /// "rssi":-71,"connection":"disconnected","availability":"online","owner":"pi","last_seen":…}`;
+  /// `name` and `rssi` are left out when unknown, `name_hex` added as in
+  /// ``Advertisement/json(gateway:time:)``, `last_seen` in milliseconds since the Unix epoch.
+  ///
+  /// - Parameter owner: The gateway that owns the device (this one).
+  /// - Returns: The JSON value.
+  public func json(owner: GatewayID) -> JSONValue {
+    var object: JSONObject = [
+      "id": .string(id.rawValue), "address": .string(address.description),
+      "addr_type": .string(addressType.rawValue),
+    ]
+    if let name {
+      object["name"] = .string(String(decoding: name, as: UTF8.self))
+      if UTF8Rules.firstInvalidOffset(name) != nil {
+        object["name_hex"] = .string(Hex.encode(name))
+      }
+    }
+    if let rssi { object["rssi"] = .integer(Int64(rssi)) }
+    object["connection"] = .string(connection.rawValue)
+    object["availability"] = .string(online ? "online" : "offline")
+    object["owner"] = .string(owner.rawValue)
+    object["last_seen"] = .integer(Timestamps.milliseconds(lastSeen))
+    return .object(object)
+  }
+}

@@ -1,0 +1,210 @@
+/// The single source of truth about devices (C3): which devices exist, their ids, names, last
+/// RSSI, connection state and availability.
+///
+/// Memory is bounded: at most ``capacity`` devices. Random addresses keep appearing (phones
+/// rotate theirs every few minutes), so when a new device arrives at capacity the device seen
+/// longest ago that is not connected is evicted (counted in ``evictions``); if every device is
+/// connected the newcomer is not admitted (counted in ``refusals``).
+///
+/// Timing, with `offline_after` and `forget_after` measured from ``DeviceRecord/lastSeen``
+/// (connected devices are exempt from both):
+/// - unseen for ``offlineAfter`` seconds: offline (``expire(now:)`` reports it);
+/// - unseen for ``forgetAfter`` seconds: forgotten;
+/// - seen again while offline: online again (``observe(_:now:)`` reports it).
+public struct DeviceRegistry: Sendable {
+  /// What one ``observe(_:now:)`` changed.
+  public struct Observation: Sendable, Hashable {
+    /// The device's record after the advertisement.
+    public var record: DeviceRecord
+    /// Whether the device was not in the registry before.
+    public var isNew: Bool
+    /// Whether the device went from offline to online.
+    public var cameOnline: Bool
+    /// Whether a field of the devices list other than RSSI and last-seen time changed.
+    public var listChanged: Bool
+    /// Devices evicted to make room, at most one.
+    public var evicted: [DeviceRecord]
+  }
+
+  /// What one ``expire(now:)`` changed.
+  public struct Expiry: Sendable, Hashable {
+    /// Devices that went offline, sorted by id.
+    public var wentOffline: [DeviceRecord]
+    /// Devices forgotten, sorted by id.
+    public var forgotten: [DeviceRecord]
+  }
+
+  /// Seconds unseen after which a device is offline (`devices.offline_after`, default 90).
+  public let offlineAfter: Double
+  /// Seconds unseen after which a device is forgotten (`devices.forget_after`, default 900).
+  public let forgetAfter: Double
+  /// The most devices kept (`devices.capacity`, default 1000).
+  public let capacity: Int
+  /// How devices get their ids.
+  public let naming: DeviceNaming
+  /// Devices evicted to make room since the registry was made.
+  public private(set) var evictions: UInt64 = 0
+  /// New devices not admitted because every kept device was connected.
+  public private(set) var refusals: UInt64 = 0
+
+  private var byAddress: [BluetoothAddress: DeviceRecord] = [:]
+  private var addressesByID: [DeviceID: BluetoothAddress] = [:]
+
+  /// Makes an empty registry.
+  ///
+  /// - Parameters:
+  ///   - offlineAfter: Seconds unseen after which a device is offline.
+  ///   - forgetAfter: Seconds unseen after which a device is forgotten; at least `offlineAfter`.
+  ///   - capacity: The most devices kept; raised to 1 when lower.
+  ///   - naming: How devices get their ids.
+  public init(
+    offlineAfter: Double = 90, forgetAfter: Double = 900, capacity: Int = 1000,
+    naming: DeviceNaming = DeviceNaming()
+  ) {
+    self.offlineAfter = offlineAfter
+    self.forgetAfter = max(forgetAfter, offlineAfter)
+    self.capacity = max(1, capacity)
+    self.naming = naming
+  }
+
+  /// The number of devices.
+  public var count: Int { byAddress.count }
+
+  /// The device with this address.
+  ///
+  /// - Parameter address: The device's address.
+  public subscript(address: BluetoothAddress) -> DeviceRecord? { byAddress[address] }
+
+  /// The device with this id.
+  ///
+  /// - Parameter id: The device's id.
+  /// - Returns: Its record, or `nil`.
+  public func record(for id: DeviceID) -> DeviceRecord? {
+    addressesByID[id].flatMap { byAddress[$0] }
+  }
+
+  /// All devices, sorted by id.
+  public var records: [DeviceRecord] {
+    addressesByID.keys.sorted().compactMap { addressesByID[$0].flatMap { byAddress[$0] } }
+  }
+
+  /// Registers a sighting: adds the device or updates it, and brings it online.
+  ///
+  /// A name, once seen, is kept when later advertisements (which often lack the scan
+  /// response) carry none.
+  ///
+  /// - Parameters:
+  ///   - advertisement: What the device advertised.
+  ///   - now: The time, in seconds since the Unix epoch.
+  /// - Returns: What changed, or `nil` when the device is new and could not be admitted.
+  public mutating func observe(_ advertisement: Advertisement, now: Double) -> Observation? {
+    let address = advertisement.address
+    if var record = byAddress[address] {
+      let before = record
+      record.addressType = advertisement.addressType
+      if let name = advertisement.name { record.name = name }
+      if let rssi = advertisement.rssi { record.rssi = rssi }
+      record.lastSeen = max(record.lastSeen, now)
+      record.online = true
+      byAddress[address] = record
+      let listChanged =
+        before.name != record.name || before.addressType != record.addressType
+        || !before.online
+      return Observation(
+        record: record, isNew: false, cameOnline: !before.online, listChanged: listChanged,
+        evicted: [])
+    }
+    var evicted: [DeviceRecord] = []
+    if byAddress.count >= capacity {
+      guard let victim = evictionCandidate() else {
+        refusals += 1
+        return nil
+      }
+      evicted.append(remove(victim)!)
+      evictions += 1
+    }
+    let id = naming.id(for: address, name: advertisement.name) { addressesByID[$0] != nil }
+    let record = DeviceRecord(
+      id: id, address: address, addressType: advertisement.addressType, name: advertisement.name,
+      rssi: advertisement.rssi, firstSeen: now, lastSeen: now)
+    byAddress[address] = record
+    addressesByID[id] = address
+    return Observation(
+      record: record, isNew: true, cameOnline: true, listChanged: true, evicted: evicted)
+  }
+
+  /// Sets a known device's connection state; connection activity counts as a sighting.
+  ///
+  /// - Parameters:
+  ///   - address: The device's address.
+  ///   - state: The new connection state.
+  ///   - now: The time, in seconds since the Unix epoch.
+  /// - Returns: The updated record, or `nil` for an unknown device.
+  public mutating func setConnection(
+    _ address: BluetoothAddress, _ state: ConnectionState, now: Double
+  ) -> DeviceRecord? {
+    guard var record = byAddress[address] else { return nil }
+    record.connection = state
+    record.lastSeen = max(record.lastSeen, now)
+    if state.isConnected { record.online = true }
+    byAddress[address] = record
+    return record
+  }
+
+  /// Marks devices unseen for ``offlineAfter`` seconds offline and forgets devices unseen for
+  /// ``forgetAfter`` seconds; connected devices are left alone. Call it about once a second.
+  ///
+  /// - Parameter now: The time, in seconds since the Unix epoch.
+  /// - Returns: The devices that went offline and the ones forgotten.
+  public mutating func expire(now: Double) -> Expiry {
+    var wentOffline: [DeviceRecord] = []
+    var forgotten: [BluetoothAddress] = []
+    for (address, record) in byAddress where !record.connection.isConnected {
+      let unseen = now - record.lastSeen
+      if unseen >= forgetAfter {
+        forgotten.append(address)
+      } else if record.online, unseen >= offlineAfter {
+        byAddress[address]?.online = false
+        wentOffline.append(byAddress[address]!)
+      }
+    }
+    let removed = forgotten.compactMap { remove($0) }
+    return Expiry(
+      wentOffline: wentOffline.sorted { $0.id < $1.id }, forgotten: removed.sorted { $0.id < $1.id }
+    )
+  }
+
+  /// Forgets a device now (for example on a `device/remove` request).
+  ///
+  /// - Parameter address: The device's address.
+  /// - Returns: The forgotten record, or `nil` for an unknown device.
+  @discardableResult
+  public mutating func remove(_ address: BluetoothAddress) -> DeviceRecord? {
+    guard let record = byAddress.removeValue(forKey: address) else { return nil }
+    addressesByID[record.id] = nil
+    return record
+  }
+
+  /// The payload of `<base>/bridge/<gw>/devices`: an array of ``DeviceRecord/json(owner:)``
+  /// sorted by id.
+  ///
+  /// - Parameter owner: This gateway.
+  /// - Returns: The JSON value.
+  public func json(owner: GatewayID) -> JSONValue {
+    .array(records.map { $0.json(owner: owner) })
+  }
+
+  /// The address of the device seen longest ago that is not connected (ties: lowest address).
+  private func evictionCandidate() -> BluetoothAddress? {
+    var best: DeviceRecord?
+    for record in byAddress.values where !record.connection.isConnected {
+      if let current = best,
+        (current.lastSeen, current.address) <= (record.lastSeen, record.address)
+      {
+        continue
+      }
+      best = record
+    }
+    return best?.address
+  }
+}

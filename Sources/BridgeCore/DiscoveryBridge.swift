@@ -1,0 +1,303 @@
+/// The discovery half of the central role, as one pure state machine: adapters (C1),
+/// advertisements (C2), the device registry with availability (C3) and presence (C11).
+///
+/// The gateway feeds it every ``CentralEvent`` from its ``BLECentral``, calls ``tick(now:)``
+/// about once a second and hands `scan` requests to ``apply(_:)``; it forwards every returned
+/// ``BridgeOutput`` in order: publishes to MQTT, discovery commands to the central.
+///
+/// What it publishes:
+///
+/// | topic | retain | when |
+/// |---|---|---|
+/// | `<base>/bridge/<gw>/adapters` | yes | an adapter's published state changed |
+/// | `<base>/bridge/<gw>/event` | no | adapter events (``AdapterTracker``), `device_discovered` |
+/// | `<base>/bridge/<gw>/devices` | yes | membership, names, connection or availability changed; at most every ``Configuration/devicesInterval`` s, from the first tick |
+/// | `<base>/<dev>/advertisement` | no | an advertisement passes the filter and the rate limiter |
+/// | `<base>/<dev>/availability` | yes | a device is new, comes back or goes offline; cleared (empty retained) when forgotten or evicted |
+/// | `<base>/<dev>/presence` | yes | ``PresenceEstimator`` reports; cleared when forgotten or evicted |
+///
+/// Advertisements without RSSI are devices the stack only remembers from its cache: they are
+/// not sightings and are ignored. Filtered advertisements never enter the registry, so the
+/// filter also bounds what the gateway remembers.
+public struct DiscoveryBridge: Sendable {
+  /// The parts and settings of a bridge; every default is the documented configuration default.
+  public struct Configuration: Sendable {
+    /// Which advertisements are published (`discovery.filter`).
+    public var filter: AdvertisementFilter
+    /// Whether scanning starts without a `scan` request (`discovery.scan_on_start`, default
+    /// `true`).
+    public var scanOnStart: Bool
+    /// The adapters to scan on; empty for all (`bluetooth.adapters`).
+    public var adapters: Set<String>
+    /// The advertisement rate limiter (`advertisement.*`).
+    public var rateLimiter: AdvertisementRateLimiter
+    /// The empty device registry with its timing and capacity (`devices.*`).
+    public var registry: DeviceRegistry
+    /// The presence estimator (`presence.*`).
+    public var presence: PresenceEstimator
+    /// The fewest seconds between two publications of the devices list
+    /// (`devices.list_interval`, default 5).
+    public var devicesInterval: Double
+
+    /// Makes a configuration.
+    ///
+    /// - Parameters:
+    ///   - filter: Which advertisements are published.
+    ///   - scanOnStart: Whether scanning starts without a `scan` request.
+    ///   - adapters: The adapters to scan on; empty for all.
+    ///   - rateLimiter: The advertisement rate limiter.
+    ///   - registry: The empty device registry.
+    ///   - presence: The presence estimator.
+    ///   - devicesInterval: The fewest seconds between two devices-list publications.
+    public init(
+      filter: AdvertisementFilter = AdvertisementFilter(), scanOnStart: Bool = true,
+      adapters: Set<String> = [],
+      rateLimiter: AdvertisementRateLimiter = AdvertisementRateLimiter(),
+      registry: DeviceRegistry = DeviceRegistry(),
+      presence: PresenceEstimator = PresenceEstimator(),
+      devicesInterval: Double = 5
+    ) {
+      self.filter = filter
+      self.scanOnStart = scanOnStart
+      self.adapters = adapters
+      self.rateLimiter = rateLimiter
+      self.registry = registry
+      self.presence = presence
+      self.devicesInterval = devicesInterval
+    }
+  }
+
+  /// Counters for `<base>/bridge/<gw>/health`.
+  public struct Counters: Sendable, Hashable {
+    /// Advertisements received.
+    public var received: UInt64 = 0
+    /// Advertisements without RSSI (cached devices), ignored.
+    public var ignored: UInt64 = 0
+    /// Advertisements the filter refused.
+    public var filtered: UInt64 = 0
+    /// Advertisements published.
+    public var published: UInt64 = 0
+  }
+
+  /// The topic map.
+  public let topics: Topics
+  /// The adapters.
+  public private(set) var adapters: AdapterTracker
+  /// The devices.
+  public private(set) var registry: DeviceRegistry
+  /// The presence judgements.
+  public private(set) var presence: PresenceEstimator
+  /// The advertisement rate limiter.
+  public private(set) var rateLimiter: AdvertisementRateLimiter
+  /// Which advertisements are published now.
+  public private(set) var filter: AdvertisementFilter
+  /// The counters.
+  public private(set) var counters = Counters()
+  /// The fewest seconds between two devices-list publications.
+  public let devicesInterval: Double
+
+  private var devicesChanged = true
+  private var devicesPublished: Double?
+
+  /// Makes a bridge that knows no adapter or device yet.
+  ///
+  /// - Parameters:
+  ///   - topics: The topic map.
+  ///   - configuration: The parts and settings.
+  public init(topics: Topics, configuration: Configuration = Configuration()) {
+    self.topics = topics
+    filter = configuration.filter
+    adapters = AdapterTracker(
+      topics: topics,
+      scanning: configuration.scanOnStart ? configuration.filter.discoveryFilter : nil,
+      allowedAdapters: configuration.adapters)
+    registry = configuration.registry
+    presence = configuration.presence
+    rateLimiter = configuration.rateLimiter
+    devicesInterval = configuration.devicesInterval
+  }
+
+  /// Takes in one event from the central.
+  ///
+  /// - Parameters:
+  ///   - event: The event.
+  ///   - now: When it happened, in seconds since the Unix epoch.
+  /// - Returns: What to publish and which discovery commands to send, in order.
+  public mutating func handle(_ event: CentralEvent, now: Double) -> [BridgeOutput] {
+    switch event {
+    case .adapterChanged(let adapter): return adapters.update(adapter)
+    case .adapterRemoved(let id): return adapters.remove(id: id)
+    case .stackLost: return adapters.stackLost()
+    case .deviceAppeared(let advertisement), .deviceUpdated(let advertisement):
+      return observe(advertisement, now: now)
+    case .deviceRemoved: return []
+    case .connectionChanged(let address, let connected):
+      guard
+        registry.setConnection(address, connected ? .connected : .disconnected, now: now) != nil
+      else { return [] }
+      devicesChanged = true
+      return presenceOutputs(address, presence.setConnected(address, connected, now: now))
+    case .connectionRSSI(let address, let rssi):
+      guard let record = registry[address] else { return [] }
+      _ = registry.setConnection(address, record.connection, now: now)
+      return presenceOutputs(address, presence.record(address, rssi: rssi, now: now))
+    }
+  }
+
+  /// Lets time pass: devices go offline, are forgotten, turn away; the devices list is
+  /// published when it changed. Call it about once a second.
+  ///
+  /// - Parameter now: The time, in seconds since the Unix epoch.
+  /// - Returns: What to publish.
+  public mutating func tick(now: Double) -> [BridgeOutput] {
+    var outputs: [BridgeOutput] = []
+    let expiry = registry.expire(now: now)
+    for record in expiry.wentOffline {
+      outputs.append(
+        .publish(topics.availability(record.id), record.availabilityJSON, retain: true))
+    }
+    for record in expiry.forgotten { outputs += forgetOutputs(record) }
+    if !expiry.wentOffline.isEmpty || !expiry.forgotten.isEmpty { devicesChanged = true }
+    for report in presence.expire(now: now) {
+      outputs += presenceOutputs(report.address, report.reading)
+    }
+    if devicesChanged, devicesPublished.map({ now - $0 >= devicesInterval || now < $0 }) ?? true {
+      outputs.append(devicesListOutput())
+      devicesChanged = false
+      devicesPublished = now
+    }
+    return outputs
+  }
+
+  /// Carries out a `scan` request.
+  ///
+  /// `start` with a filter replaces the filter (devices already known stay until they expire);
+  /// `start` without one keeps it. Discovery runs only on powered adapters; the others start
+  /// when they are powered on.
+  ///
+  /// - Parameter command: The command.
+  /// - Returns: The discovery commands to send and the response to publish:
+  ///   `{"scanning":true,"filter":{…},"adapters":["hci0"]}` (`adapters`: those discovering or
+  ///   asked to) or `{"scanning":false}`.
+  public mutating func apply(_ command: ScanCommand) -> (
+    outputs: [BridgeOutput], response: BridgeResponse
+  ) {
+    let outputs: [BridgeOutput]
+    var data: JSONObject
+    switch command.action {
+    case .start(let newFilter):
+      if let newFilter { filter = newFilter }
+      outputs = adapters.setScanning(filter.discoveryFilter)
+      let active = adapters.adapters.keys.sorted().filter { adapters.shouldDiscover($0) }
+      data = [
+        "scanning": true, "filter": filter.json, "adapters": .array(active.map { .string($0) }),
+      ]
+    case .stop:
+      outputs = adapters.setScanning(nil)
+      data = ["scanning": false]
+    }
+    return (outputs, .success(data, transaction: nil))
+  }
+
+  /// Forgets a device now (a `device/remove` request): it leaves the registry, the presence
+  /// estimator and the rate limiter, and its retained availability and presence are cleared.
+  ///
+  /// - Parameter address: The device's address.
+  /// - Returns: What to publish; nothing for an unknown device.
+  public mutating func forget(_ address: BluetoothAddress) -> [BridgeOutput] {
+    guard let record = registry.remove(address) else { return [] }
+    devicesChanged = true
+    return forgetOutputs(record)
+  }
+
+  /// Notes that starting discovery on an adapter failed (the central threw).
+  ///
+  /// - Parameters:
+  ///   - adapter: The adapter's id.
+  ///   - error: What went wrong.
+  /// - Returns: The event to publish.
+  public mutating func discoveryFailed(adapter: String, error: CentralError) -> [BridgeOutput] {
+    adapters.discoveryFailed(id: adapter, error: error)
+  }
+
+  /// The discovery figures for the health payload: `{"adverts_received":…,"adverts_ignored":…,
+  /// "adverts_filtered":…,"adverts_published":…,"devices":…,"device_evictions":…,
+  /// "device_refusals":…}`.
+  public var healthJSON: JSONObject {
+    [
+      "adverts_received": .integer(Int64(clamping: counters.received)),
+      "adverts_ignored": .integer(Int64(clamping: counters.ignored)),
+      "adverts_filtered": .integer(Int64(clamping: counters.filtered)),
+      "adverts_published": .integer(Int64(clamping: counters.published)),
+      "devices": .integer(Int64(registry.count)),
+      "device_evictions": .integer(Int64(clamping: registry.evictions)),
+      "device_refusals": .integer(Int64(clamping: registry.refusals)),
+    ]
+  }
+
+  /// The retained devices list as it is now.
+  public func devicesListOutput() -> BridgeOutput {
+    .publish(topics.bridgeDevices, registry.json(owner: topics.gateway), retain: true)
+  }
+
+  private mutating func observe(_ advertisement: Advertisement, now: Double) -> [BridgeOutput] {
+    counters.received += 1
+    guard let rssi = advertisement.rssi else {
+      counters.ignored += 1
+      return []
+    }
+    guard filter.accepts(advertisement) else {
+      counters.filtered += 1
+      return []
+    }
+    guard let observation = registry.observe(advertisement, now: now) else { return [] }
+    var outputs: [BridgeOutput] = []
+    for evicted in observation.evicted { outputs += forgetOutputs(evicted) }
+    let record = observation.record
+    if observation.isNew {
+      var data: JSONObject = [
+        "id": .string(record.id.rawValue), "address": .string(record.address.description),
+        "addr_type": .string(record.addressType.rawValue),
+      ]
+      if let name = advertisement.nameText { data["name"] = .string(name) }
+      outputs.append(
+        .publish(
+          topic: topics.bridgeEvent,
+          payload: BridgePayload.event(type: "device_discovered", data: data), retain: false))
+    }
+    if observation.cameOnline {
+      outputs.append(
+        .publish(topics.availability(record.id), record.availabilityJSON, retain: true))
+    }
+    if observation.listChanged || !observation.evicted.isEmpty { devicesChanged = true }
+    if rateLimiter.shouldPublish(advertisement, now: now) {
+      counters.published += 1
+      outputs.append(
+        .publish(
+          topics.advertisement(record.id), advertisement.json(gateway: topics.gateway, time: now),
+          retain: false))
+    }
+    outputs += presenceOutputs(
+      record.address, presence.record(record.address, rssi: rssi, now: now))
+    return outputs
+  }
+
+  private func presenceOutputs(
+    _ address: BluetoothAddress, _ reading: PresenceEstimator.Reading?
+  ) -> [BridgeOutput] {
+    guard let reading, let record = registry[address] else { return [] }
+    return [
+      .publish(topics.presence(record.id), reading.json(gateway: topics.gateway), retain: true)
+    ]
+  }
+
+  /// Forgets a device everywhere and clears its retained messages.
+  private mutating func forgetOutputs(_ record: DeviceRecord) -> [BridgeOutput] {
+    rateLimiter.forget(record.address)
+    presence.forget(record.address)
+    return [
+      .publish(topic: topics.availability(record.id), payload: [], retain: true),
+      .publish(topic: topics.presence(record.id), payload: [], retain: true),
+    ]
+  }
+}

@@ -1,0 +1,279 @@
+/// Judges each device present or away from a time-weighted mean of its RSSI (C11), as the field
+/// notes describe: keep a timestamped RSSI history per device and use a weighted mean, recent
+/// samples weighing more.
+///
+/// **Mean.** Over the samples of the last ``window`` seconds (at most ``maximumSamples``, the
+/// newest), `mean = Σ wᵢ·rssiᵢ / Σ wᵢ` with `wᵢ = 2^(−(now − tᵢ) / halfLife)`: a sample
+/// ``halfLife`` seconds old weighs half as much as one received now.
+///
+/// **State, with hysteresis.** A device is `present` once the mean reaches ``enterRSSI`` and
+/// stays so until the mean falls below ``leaveRSSI`` (lower), or it is unseen for ``awayAfter``
+/// seconds; then it is `away` until the mean reaches ``enterRSSI`` again. An RSSI oscillating
+/// between the thresholds therefore does not flap. The first judgement is `present` when the
+/// mean reaches ``enterRSSI``, else `away`. A connected device is always `present` (it usually
+/// stops advertising; RSSI read from the connection may be recorded like any sample); after it
+/// disconnects it keeps its state until ``awayAfter`` seconds pass without a sample.
+///
+/// **Reports.** ``record(_:rssi:now:)``, ``setConnected(_:_:now:)`` and ``expire(now:)`` return
+/// a ``Reading`` to publish on `<base>/<dev>/presence` (retained) on the first judgement, on
+/// every state change, and when the mean moved by at least ``rssiChange`` dB since the last
+/// report and ``reportInterval`` seconds have passed since it.
+public struct PresenceEstimator: Sendable {
+  /// Whether a device is in range.
+  public enum State: String, Sendable, Hashable, CaseIterable {
+    /// In range.
+    case present
+    /// Out of range or unseen.
+    case away
+  }
+
+  /// One timestamped RSSI sample.
+  public struct Sample: Sendable, Hashable {
+    /// When it was received, in seconds since the Unix epoch.
+    public var time: Double
+    /// The RSSI in dBm.
+    public var rssi: Int
+
+    /// Makes a sample.
+    ///
+    /// - Parameters:
+    ///   - time: When it was received, in seconds since the Unix epoch.
+    ///   - rssi: The RSSI in dBm.
+    public init(time: Double, rssi: Int) {
+      self.time = time
+      self.rssi = rssi
+    }
+  }
+
+  /// A judgement to publish.
+  public struct Reading: Sendable, Hashable {
+    /// The state.
+    public var state: State
+    /// The weighted mean RSSI, when there are recent samples.
+    public var rssi: Double?
+    /// When the device was last seen, in seconds since the Unix epoch.
+    public var lastSeen: Double
+
+    /// Makes a reading.
+    ///
+    /// - Parameters:
+    ///   - state: The state.
+    ///   - rssi: The weighted mean RSSI.
+    ///   - lastSeen: When the device was last seen.
+    public init(state: State, rssi: Double?, lastSeen: Double) {
+      self.state = state
+      self.rssi = rssi
+      self.lastSeen = lastSeen
+    }
+
+    /// The payload of `<base>/<dev>/presence`:
+    /// `{"state":"present","rssi":-63.2,"gw":"pi","last_seen":1700000000000}`; `rssi` rounded
+    /// to 0.1 dB and left out when there are no recent samples, `last_seen` in milliseconds
+    /// since the Unix epoch.
+    ///
+    /// - Parameter gateway: This gateway.
+    /// - Returns: The JSON value.
+    public func json(gateway: GatewayID) -> JSONValue {
+      var object: JSONObject = ["state": .string(state.rawValue)]
+      if let rssi { object["rssi"] = .number((rssi * 10).rounded() / 10) }
+      object["gw"] = .string(gateway.rawValue)
+      object["last_seen"] = .integer(Timestamps.milliseconds(lastSeen))
+      return .object(object)
+    }
+  }
+
+  /// A reading for one device.
+  public struct Report: Sendable, Hashable {
+    /// The device's address.
+    public var address: BluetoothAddress
+    /// The reading to publish.
+    public var reading: Reading
+  }
+
+  private struct Track: Sendable {
+    var samples: [Sample] = []
+    var state: State?
+    var connected = false
+    var lastSeen: Double
+    var reported: (reading: Reading, time: Double)?
+  }
+
+  /// The mean at or above which a device becomes present, in dBm (`presence.enter_rssi`,
+  /// default -80).
+  public let enterRSSI: Double
+  /// The mean below which a present device becomes away, in dBm (`presence.leave_rssi`,
+  /// default -90); at most ``enterRSSI``.
+  public let leaveRSSI: Double
+  /// Seconds after which a sample weighs half (`presence.half_life`, default 10).
+  public let halfLife: Double
+  /// Seconds of history kept (`presence.window`, default 60).
+  public let window: Double
+  /// Seconds unseen after which a device is away (`presence.away_after`, default 30).
+  public let awayAfter: Double
+  /// The most samples kept per device (default 32).
+  public let maximumSamples: Int
+  /// The mean change in dB that is reported without a state change (`presence.rssi_change`,
+  /// default 3).
+  public let rssiChange: Double
+  /// The fewest seconds between two reports of a device without a state change
+  /// (`presence.interval`, default 10).
+  public let reportInterval: Double
+
+  private var tracks: [BluetoothAddress: Track] = [:]
+
+  /// Makes an estimator that knows no device.
+  ///
+  /// - Parameters:
+  ///   - enterRSSI: The mean at or above which a device becomes present, in dBm.
+  ///   - leaveRSSI: The mean below which a present device becomes away; raised to `enterRSSI`
+  ///     when above it.
+  ///   - halfLife: Seconds after which a sample weighs half.
+  ///   - window: Seconds of history kept.
+  ///   - awayAfter: Seconds unseen after which a device is away.
+  ///   - maximumSamples: The most samples kept per device; at least 1.
+  ///   - rssiChange: The mean change in dB reported without a state change.
+  ///   - reportInterval: The fewest seconds between two reports without a state change.
+  public init(
+    enterRSSI: Double = -80, leaveRSSI: Double = -90, halfLife: Double = 10, window: Double = 60,
+    awayAfter: Double = 30, maximumSamples: Int = 32, rssiChange: Double = 3,
+    reportInterval: Double = 10
+  ) {
+    self.enterRSSI = enterRSSI
+    self.leaveRSSI = min(leaveRSSI, enterRSSI)
+    self.halfLife = halfLife
+    self.window = window
+    self.awayAfter = awayAfter
+    self.maximumSamples = max(1, maximumSamples)
+    self.rssiChange = rssiChange
+    self.reportInterval = reportInterval
+  }
+
+  /// The time-weighted mean of samples: `Σ wᵢ·rssiᵢ / Σ wᵢ`, `wᵢ = 2^(−(now − tᵢ) / halfLife)`.
+  ///
+  /// - Parameters:
+  ///   - samples: The samples.
+  ///   - now: The time the weights are computed for, in seconds since the Unix epoch.
+  ///   - halfLife: Seconds after which a sample weighs half.
+  /// - Returns: The mean in dBm, or `nil` without samples (or when every weight vanished).
+  public static func weightedMean(_ samples: [Sample], now: Double, halfLife: Double) -> Double? {
+    var weighted = 0.0
+    var total = 0.0
+    for sample in samples {
+      let weight = HalfLife.weight(age: now - sample.time, halfLife: halfLife)
+      weighted += weight * Double(sample.rssi)
+      total += weight
+    }
+    return total > 0 ? weighted / total : nil
+  }
+
+  /// The number of devices tracked.
+  public var count: Int { tracks.count }
+
+  /// The current state of a device, or `nil` before its first judgement.
+  ///
+  /// - Parameter address: The device's address.
+  /// - Returns: The state.
+  public func state(of address: BluetoothAddress) -> State? { tracks[address]?.state }
+
+  /// The samples of a device still in the window, oldest first.
+  ///
+  /// - Parameter address: The device's address.
+  /// - Returns: The samples.
+  public func samples(of address: BluetoothAddress) -> [Sample] { tracks[address]?.samples ?? [] }
+
+  /// Records an RSSI sample (from an advertisement or read from a connection).
+  ///
+  /// - Parameters:
+  ///   - address: The device's address.
+  ///   - rssi: The RSSI in dBm.
+  ///   - now: The time, in seconds since the Unix epoch.
+  /// - Returns: A reading to publish, or `nil`.
+  public mutating func record(_ address: BluetoothAddress, rssi: Int, now: Double) -> Reading? {
+    var track = tracks[address] ?? Track(lastSeen: now)
+    track.samples.append(Sample(time: now, rssi: rssi))
+    if track.samples.count > maximumSamples {
+      track.samples.removeFirst(track.samples.count - maximumSamples)
+    }
+    track.lastSeen = max(track.lastSeen, now)
+    return evaluate(address, &track, now: now)
+  }
+
+  /// Notes whether a device is connected; a connected device is present.
+  ///
+  /// - Parameters:
+  ///   - address: The device's address.
+  ///   - connected: Whether it is connected.
+  ///   - now: The time, in seconds since the Unix epoch.
+  /// - Returns: A reading to publish, or `nil`.
+  public mutating func setConnected(
+    _ address: BluetoothAddress, _ connected: Bool, now: Double
+  ) -> Reading? {
+    var track = tracks[address] ?? Track(lastSeen: now)
+    track.connected = connected
+    track.lastSeen = max(track.lastSeen, now)
+    return evaluate(address, &track, now: now)
+  }
+
+  /// Re-judges every device as time passes: devices unseen for ``awayAfter`` seconds become
+  /// away, and old samples leave the window. Call it about once a second.
+  ///
+  /// - Parameter now: The time, in seconds since the Unix epoch.
+  /// - Returns: The readings to publish, sorted by address.
+  public mutating func expire(now: Double) -> [Report] {
+    var reports: [Report] = []
+    for address in tracks.keys.sorted() {
+      guard var track = tracks[address] else { continue }
+      if let reading = evaluate(address, &track, now: now) {
+        reports.append(Report(address: address, reading: reading))
+      }
+    }
+    return reports
+  }
+
+  /// Drops everything known about a device.
+  ///
+  /// - Parameter address: The device's address.
+  public mutating func forget(_ address: BluetoothAddress) {
+    tracks[address] = nil
+  }
+
+  private mutating func evaluate(
+    _ address: BluetoothAddress, _ track: inout Track, now: Double
+  ) -> Reading? {
+    let horizon = now - window
+    if let firstKept = track.samples.firstIndex(where: { $0.time >= horizon }) {
+      track.samples.removeFirst(firstKept)
+    } else {
+      track.samples.removeAll()
+    }
+    let mean = Self.weightedMean(track.samples, now: now, halfLife: halfLife)
+    let state: State
+    if track.connected {
+      state = .present
+    } else if now - track.lastSeen >= awayAfter {
+      state = .away
+    } else if let mean {
+      switch track.state {
+      case .present?: state = mean < leaveRSSI ? .away : .present
+      case .away?, nil: state = mean >= enterRSSI ? .present : .away
+      }
+    } else {
+      state = track.state ?? .away
+    }
+    track.state = state
+    let reading = Reading(state: state, rssi: mean, lastSeen: track.lastSeen)
+    var report = true
+    if let last = track.reported, last.reading.state == state {
+      let moved: Bool
+      switch (last.reading.rssi, mean) {
+      case (let old?, let new?): moved = abs(new - old) >= rssiChange
+      case (nil, nil): moved = false
+      default: moved = true
+      }
+      report = moved && now - last.time >= reportInterval
+    }
+    if report { track.reported = (reading, now) }
+    tracks[address] = track
+    return report ? reading : nil
+  }
+}

@@ -1,0 +1,103 @@
+import BridgeCore
+import Testing
+
+@Suite("Advertisement JSON and device ids")
+struct AdvertisementTests {
+  @Test("literal device properties give the exact TOPICS.md JSON with hex maps")
+  func exactJSON() throws {
+    let custom = try BluetoothUUID("e20a39f4-73f5-4bc4-a12f-17d1ad07a961")
+    let advert = Advertisement(
+      address: Fixture.address("A4:C1:38:1E:29:DF"), addressType: .public,
+      name: Array("ATC_1E29DF".utf8), rssi: -71, txPower: 4,
+      manufacturerData: [0x0059: [0xAB], 0x004C: [0x02, 0x15, 0x01]],
+      serviceData: [
+        custom: [0xFF], BluetoothUUID(uuid16: 0xFCD2): [0x40, 0x00, 0x01],
+        BluetoothUUID(uuid16: 0x181A): [0x01],
+      ],
+      serviceUUIDs: [
+        BluetoothUUID(uuid16: 0x180F), BluetoothUUID(uuid16: 0x180A),
+        BluetoothUUID(uuid16: 0x180F),
+      ])
+    let json = advert.json(gateway: Fixture.gateway, time: 1_700_000_000.1234).serialized()
+    #expect(
+      json == #"{"id":"A4:C1:38:1E:29:DF","addr_type":"public","name":"ATC_1E29DF","rssi":-71,"#
+        + #""txpower":4,"manufacturerdata":{"004c":"021501","0059":"ab"},"servicedata":{"181a":"01","#
+        + #""fcd2":"400001","e20a39f4-73f5-4bc4-a12f-17d1ad07a961":"ff"},"uuids":["180a","180f"],"#
+        + #""gw":"pi","ts":1700000000123}"#)
+  }
+
+  @Test("unknown and empty fields are left out, never null")
+  func absentKeys() {
+    let advert = Advertisement(address: Fixture.address("C0:00:00:00:00:01"), addressType: .random)
+    #expect(
+      advert.json(gateway: Fixture.gateway, time: 1.5).serialized()
+        == #"{"id":"C0:00:00:00:00:01","addr_type":"random","gw":"pi","ts":1500}"#)
+  }
+
+  @Test("empty manufacturer data still shows its company id")
+  func emptyManufacturerData() {
+    let advert = Advertisement(
+      address: Fixture.address("C0:00:00:00:00:01"), manufacturerData: [6: []])
+    #expect(advert.json(gateway: Fixture.gateway, time: 0)["manufacturerdata"] == ["0006": ""])
+  }
+
+  static let hostileNames: [[UInt8]] = [
+    Array("kitchen/+/#".utf8), Array("a\u{0}b".utf8), [0x41, 0xFF, 0xFE, 0x42], [0xC3],
+    Array(String(repeating: "é", count: 300).utf8), Array("\u{202E}evil\u{200B}".utf8),
+    Array("line\nbreak\t\"quoted\"\\".utf8), Array("bridge".utf8), [],
+  ]
+
+  @Test(
+    "hostile names stay raw in valid JSON; invalid UTF-8 also as name_hex", arguments: hostileNames)
+  func hostileNameJSON(name: [UInt8]) throws {
+    let advert = Advertisement(address: Fixture.address("A4:C1:38:1E:29:DF"), name: name, rssi: -50)
+    let bytes = advert.json(gateway: Fixture.gateway, time: 0).serializedBytes()
+    let parsed = try JSONValue.parse(bytes)
+    #expect(parsed["name"]?.stringValue == String(decoding: name, as: UTF8.self))
+    let isUTF8 = String(validating: name, as: UTF8.self) != nil
+    #expect(parsed["name_hex"]?.stringValue == (isUTF8 ? nil : hexString(name)))
+    #expect(
+      Fixture.topics.advertisement(DeviceID(address: advert.address)).rawValue
+        == "gatt2mqtt/A4C1381E29DF/advertisement")
+  }
+
+  @Test("an id made from a hostile name is one valid topic level", arguments: hostileNames)
+  func sanitisedIDs(name: [UInt8]) throws {
+    let id = DeviceID(sanitizing: name)
+    #expect(id.levels.count == 1)
+    #expect(id.rawValue.utf8.count <= 64)
+    #expect(id.rawValue != "bridge")
+    let topic = Fixture.topics.advertisement(id).rawValue
+    #expect(try TopicName(topic).levels.count == 3)
+    for forbidden: UInt8 in [0x2B, 0x23, 0x00] { #expect(!id.rawValue.utf8.contains(forbidden)) }
+  }
+
+  @Test("sanitised ids for the literal hostile names")
+  func sanitisedLiterals() {
+    #expect(DeviceID(sanitizing: Array("kitchen/+/#".utf8)).rawValue == "kitchen____")
+    #expect(DeviceID(sanitizing: [0x41, 0xFF, 0xFE, 0x42]).rawValue == "A__B")
+    #expect(DeviceID(sanitizing: Array("bridge".utf8)).rawValue == "bridge_")
+    #expect(DeviceID(sanitizing: []).rawValue == "_")
+    #expect(
+      DeviceID(sanitizing: Array(String(repeating: "x", count: 300).utf8)).rawValue.count == 64)
+  }
+
+  @Test("content comparison ignores RSSI and UUID order only")
+  func sameContent() {
+    let base = Fixture.advert(uuids: [0x180F, 0x180A])
+    var other = base
+    other.rssi = -99
+    other.serviceUUIDs.reverse()
+    #expect(base.hasSameContent(as: other))
+    other.manufacturerData = [0x004C: [1]]
+    #expect(!base.hasSameContent(as: other))
+    var renamed = base
+    renamed.name = Array("Other".utf8)
+    #expect(!base.hasSameContent(as: renamed))
+  }
+
+  private func hexString(_ bytes: [UInt8]) -> String {
+    let digits = Array("0123456789abcdef")
+    return String(bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] })
+  }
+}

@@ -1,0 +1,135 @@
+import BridgeCore
+import Testing
+
+@Suite("Presence from a time-weighted RSSI mean")
+struct PresenceEstimatorTests {
+  let t0 = Fixture.t0
+  let device = Fixture.address("A4:C1:38:1E:29:DF")
+
+  @Test("the weighted mean halves a sample's weight every half-life")
+  func weightedMean() throws {
+    typealias Sample = PresenceEstimator.Sample
+    let two = [Sample(time: t0, rssi: -60), Sample(time: t0 + 10, rssi: -80)]
+    let mean = try #require(PresenceEstimator.weightedMean(two, now: t0 + 10, halfLife: 10))
+    #expect(abs(mean - (-60 * 0.5 - 80) / 1.5) < 1e-9)
+    let quarter = [Sample(time: t0, rssi: -60), Sample(time: t0 + 5, rssi: -80)]
+    let weight = 0.707_106_781_186_547_5  // 2^(-1/2)
+    let expected = (-60 * weight * weight - 80 * weight) / (weight * weight + weight)
+    let actual = try #require(PresenceEstimator.weightedMean(quarter, now: t0 + 10, halfLife: 10))
+    #expect(abs(actual - expected) < 1e-9)
+    #expect(PresenceEstimator.weightedMean([], now: t0, halfLife: 10) == nil)
+    #expect(
+      PresenceEstimator.weightedMean([Sample(time: t0, rssi: -70)], now: t0 + 1e6, halfLife: 1)
+        == nil)
+  }
+
+  @Test("the first judgement: present at the enter threshold, away between the thresholds")
+  func firstJudgement() {
+    var estimator = PresenceEstimator(enterRSSI: -80, leaveRSSI: -90)
+    let result1 = estimator.record(device, rssi: -80, now: t0)
+    #expect(result1?.state == .present)
+    let other = Fixture.address("11:22:33:44:55:66")
+    let result2 = estimator.record(other, rssi: -85, now: t0)
+    #expect(result2?.state == .away)
+  }
+
+  /// Feeds one sample a second and returns the states reported.
+  func states(_ estimator: inout PresenceEstimator, _ rssis: [Int], start: Double = 0)
+    -> [PresenceEstimator.State]
+  {
+    rssis.enumerated().compactMap { index, rssi in
+      estimator.record(device, rssi: rssi, now: t0 + start + Double(index))?.state
+    }
+  }
+
+  @Test("a present device with RSSI oscillating around either threshold does not flap")
+  func noFlapping() {
+    for (low, high) in [(-81, -79), (-91, -89), (-95, -75)] {
+      var estimator = PresenceEstimator(
+        enterRSSI: -80, leaveRSSI: -90, halfLife: 3, rssiChange: 100)
+      let oscillating = Array(repeating: -60, count: 5) + (0..<300).map { $0 % 2 == 0 ? low : high }
+      let reported = states(&estimator, oscillating)
+      var transitions = 0
+      for (before, after) in zip(reported, reported.dropFirst()) where before != after {
+        transitions += 1
+      }
+      #expect(transitions <= 1, "\(low)/\(high) flapped \(transitions) times")
+    }
+  }
+
+  @Test("hysteresis: present until below leave, away until at enter")
+  func hysteresis() {
+    var estimator = PresenceEstimator(enterRSSI: -80, leaveRSSI: -90, halfLife: 1, rssiChange: 100)
+    let result3 = states(&estimator, [-70])
+    #expect(result3 == [.present])
+    let result4 = states(&estimator, Array(repeating: -85, count: 20), start: 1)
+    #expect(result4 == [])
+    #expect(estimator.state(of: device) == .present)
+    let result5 = states(&estimator, Array(repeating: -95, count: 20), start: 21)
+    #expect(result5 == [.away])
+    let result6 = states(&estimator, Array(repeating: -85, count: 20), start: 41)
+    #expect(result6 == [])
+    #expect(estimator.state(of: device) == .away)
+    let result7 = states(&estimator, Array(repeating: -75, count: 20), start: 61)
+    #expect(result7 == [.present])
+  }
+
+  @Test("unseen for away_after seconds turns away; a connected device stays present")
+  func unseenAndConnected() throws {
+    var estimator = PresenceEstimator(awayAfter: 30)
+    _ = estimator.record(device, rssi: -60, now: t0)
+    let result8 = estimator.expire(now: t0 + 29)
+    #expect(result8.isEmpty)
+    let reports = estimator.expire(now: t0 + 30)
+    #expect(reports.map(\.reading.state) == [.away])
+    #expect(reports.first?.address == device)
+    let connected = Fixture.address("11:22:33:44:55:66")
+    let result9 = estimator.setConnected(connected, true, now: t0)
+    #expect(result9?.state == .present)
+    let result10 = estimator.expire(now: t0 + 1000)
+    #expect(result10.allSatisfy { $0.address != connected || $0.reading.state == .present })
+    #expect(estimator.state(of: connected) == .present)
+    let result11 = estimator.setConnected(connected, false, now: t0 + 1000)
+    #expect(result11 == nil, "just seen: still present")
+    let result12 = estimator.expire(now: t0 + 1030)
+    #expect(result12.contains { $0.address == connected && $0.reading.state == .away })
+  }
+
+  @Test("without a state change only a large, not too frequent mean change is reported")
+  func reportThrottle() {
+    var estimator = PresenceEstimator(halfLife: 1, rssiChange: 3, reportInterval: 10)
+    let result13 = estimator.record(device, rssi: -60, now: t0)
+    #expect(result13 != nil)
+    let result14 = estimator.record(device, rssi: -61, now: t0 + 11)
+    #expect(result14 == nil, "small change")
+    let result15 = estimator.record(device, rssi: -70, now: t0 + 12)
+    #expect(result15?.rssi.map { $0 < -63 } == true)
+    let result16 = estimator.record(device, rssi: -50, now: t0 + 13)
+    #expect(result16 == nil, "too soon after the last")
+  }
+
+  @Test("history is bounded by window and sample count")
+  func boundedHistory() {
+    var estimator = PresenceEstimator(window: 60, maximumSamples: 8)
+    for second in 0..<100 {
+      _ = estimator.record(device, rssi: -60, now: t0 + Double(second) * 0.1)
+    }
+    #expect(estimator.samples(of: device).count == 8)
+    _ = estimator.record(device, rssi: -60, now: t0 + 100)
+    #expect(estimator.samples(of: device).count == 1)
+    estimator.forget(device)
+    #expect(estimator.count == 0)
+  }
+
+  @Test("presence JSON is exact, RSSI rounded to 0.1 dB")
+  func json() {
+    let reading = PresenceEstimator.Reading(state: .present, rssi: -63.24, lastSeen: t0)
+    #expect(
+      reading.json(gateway: Fixture.gateway).serialized()
+        == #"{"state":"present","rssi":-63.2,"gw":"pi","last_seen":1700000000000}"#)
+    let away = PresenceEstimator.Reading(state: .away, rssi: nil, lastSeen: t0 + 0.25)
+    #expect(
+      away.json(gateway: Fixture.gateway).serialized()
+        == #"{"state":"away","gw":"pi","last_seen":1700000000250}"#)
+  }
+}
