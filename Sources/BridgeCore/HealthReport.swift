@@ -22,6 +22,8 @@ public struct HealthReport: Sendable, Hashable {
   public var requestErrors: UInt64
   /// Publishes per second since the previous report.
   public var publishRate: Double
+  /// Further sections from the gateway's parts (for example `"discovery"`), added as they are.
+  public var sections: JSONObject = JSONObject()
 
   /// Creates a report; every counter defaults to zero.
   public init(
@@ -45,7 +47,7 @@ public struct HealthReport: Sendable, Hashable {
   /// The JSON payload published on the health topic.
   public var json: JSONValue {
     let rss: JSONValue = residentMemoryBytes.map { .integer(Int64($0)) } ?? .null
-    return [
+    var object: JSONObject = [
       "uptime": .number((uptime * 10).rounded() / 10),
       "rss_bytes": rss,
       "rates": ["publishes_per_s": .number((publishRate * 100).rounded() / 100)],
@@ -60,5 +62,7 @@ public struct HealthReport: Sendable, Hashable {
       ],
       "errors": ["requests": .integer(Int64(clamping: requestErrors))],
     ]
+    for (key, value) in sections { object[key] = value }
+    return .object(object)
   }
 }

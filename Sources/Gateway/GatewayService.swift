@@ -22,10 +22,17 @@ public final class GatewayService: Service, Sendable {
   private let startedAt = Date()
   private let router = BridgeRequestRouter()
   private let counters = Counters()
+  private let discovery: DiscoveryService?
 
   /// Creates the gateway from a loaded configuration.
+  /// - Parameters:
+  ///   - configuration: the loaded configuration.
+  ///   - logger: the gateway's logger.
+  ///   - central: the BLE central for the discovery half, or nil to run the MQTT side only.
   /// - Throws: ``GatewayError`` when the base topic or the MQTT settings are unusable.
-  public init(configuration: GatewayConfiguration, logger: Logger) throws(GatewayError) {
+  public init(
+    configuration: GatewayConfiguration, logger: Logger, central: (any BLECentral)? = nil
+  ) throws(GatewayError) {
     self.configuration = configuration
     self.logger = logger
     let gateway = GatewayID(
@@ -41,6 +48,16 @@ public final class GatewayService: Service, Sendable {
         logger: logger)
     } catch {
       throw GatewayError("MQTT settings: \(error.message)")
+    }
+    if let central {
+      discovery = DiscoveryService(
+        central: central,
+        bridge: DiscoveryBridge(
+          topics: topics, configuration: configuration.discoveryBridgeConfiguration),
+        client: client, qos: MQTTQoS(rawValue: configuration.mqtt.qos) ?? .atLeastOnce,
+        logger: logger)
+    } else {
+      discovery = nil
     }
   }
 
@@ -66,6 +83,9 @@ public final class GatewayService: Service, Sendable {
       group.addTask { await self.subscribeToRequests() }
       group.addTask { await self.serveRequests() }
       group.addTask { await self.publishHealth() }
+      if let discovery = self.discovery {
+        group.addTask { await discovery.run() }
+      }
       try? await gracefulShutdown()
       group.cancelAll()
     }
@@ -108,7 +128,9 @@ public final class GatewayService: Service, Sendable {
       logger.debug("ignored message", metadata: ["mqtt.topic": "\(message.topic)"])
       return
     }
-    let response = router.respond(verb: verb, payload: message.payload) { self.health() }
+    let scan = discovery.map { service in { (command: ScanCommand) in service.scan(command) } }
+    let response = router.respond(
+      verb: verb, payload: message.payload, health: { self.health() }, scan: scan)
     if !response.ok {
       counters.requestErrors.withLock { $0 += 1 }
       logger.warning(
@@ -157,13 +179,15 @@ public final class GatewayService: Service, Sendable {
   func health() -> HealthReport {
     let stats = client.statistics
     let elapsed = ContinuousClock.now - started
-    return HealthReport(
+    var report = HealthReport(
       uptime: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
       residentMemoryBytes: ProcessMetrics.residentMemoryBytes(), published: stats.published,
       received: stats.received, queued: stats.queued, inflight: stats.inflight,
       dropped: stats.dropped, reconnects: stats.reconnects,
       connectionFailures: stats.connectionFailures,
       requestErrors: counters.requestErrors.withLock { $0 })
+    if let discovery { report.sections["discovery"] = .object(discovery.healthJSON) }
+    return report
   }
 
   private func infoPayload() -> [UInt8] {

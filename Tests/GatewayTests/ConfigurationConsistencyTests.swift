@@ -83,3 +83,36 @@ struct ConfigurationConsistencyTests {
     #expect(error.source == "command line")
   }
 }
+
+@Suite("Bluetooth configuration consistency")
+struct BluetoothConfigurationConsistencyTests {
+  @Test func leaveThresholdAboveEnterThresholdIsAnError() async {
+    let error = await ConfigurationFixture.error(
+      arguments: [
+        "--bluetooth.presence.enter_rssi", "-90", "--bluetooth.presence.leave_rssi", "-80",
+      ])
+    #expect(error?.key == "bluetooth.presence.leave_rssi")
+    #expect(error?.message.contains("hysteresis") == true)
+  }
+
+  @Test func forgettingBeforeGoingOfflineIsAnError() async {
+    let error = await ConfigurationFixture.error(
+      environment: ["GATT2MQTT_BLUETOOTH_FORGET_AFTER": "10"])
+    #expect(error?.key == "bluetooth.forget_after")
+    #expect(error?.source == ConfigurationError.environmentSource)
+  }
+
+  @Test func discoveryBridgeSettingsFollowTheKeys() async throws {
+    let configuration = try await ConfigurationLoader.load(
+      file: nil, environment: [:],
+      arguments: [
+        "--bluetooth.min_rssi", "-70", "--bluetooth.adapter", "hci1", "--bluetooth.max_devices",
+        "7",
+      ])
+    let bridge = configuration.discoveryBridgeConfiguration
+    #expect(bridge.filter.rssiFloor == -70)
+    #expect(bridge.adapters == ["hci1"])
+    #expect(bridge.registry.capacity == 7)
+    #expect(bridge.scanOnStart)
+  }
+}

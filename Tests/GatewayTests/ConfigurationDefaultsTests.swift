@@ -13,7 +13,8 @@ struct ConfigurationDefaultsTests {
   /// The keys the example shows commented out: those without a fixed default.
   static let commentedKeys: Set<String> = [
     "mqtt.client_id", "mqtt.username", "mqtt.password", "mqtt.tls.enabled", "mqtt.tls.ca_file",
-    "mqtt.tls.cert_file", "mqtt.tls.key_file", "gateway.id",
+    "mqtt.tls.cert_file", "mqtt.tls.key_file", "gateway.id", "bluetooth.adapter",
+    "bluetooth.min_rssi",
   ]
 
   @Test func noSourcesGiveTheDocumentedDefaults() async throws {
@@ -86,7 +87,8 @@ struct ConfigurationDefaultsTests {
 
   @Test func knownKeysListEveryKeyWithItsType() {
     let keys = ConfigurationLoader.knownKeys
-    #expect(keys.count == 23)
+    #expect(keys.count == 36)
+    #expect(keys["bluetooth.min_rssi"] == .integer(-127...20))
     #expect(keys["mqtt.port"] == .integer(1...65535))
     #expect(keys["mqtt.keepalive"] == .integer(5...65535))
     #expect(keys["mqtt.qos"] == .integer(0...2))

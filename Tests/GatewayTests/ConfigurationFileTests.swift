@@ -180,7 +180,8 @@ struct ConfigurationFileTests {
     let error = try #require(await ConfigurationFixture.error(file: path))
     #expect(error.key == nil)
     #expect(
-      error.message == "the top level must be a mapping of the sections gateway, log, mqtt, "
+      error.message
+        == "the top level must be a mapping of the sections bluetooth, gateway, log, mqtt, "
         + "got a list")
   }
 
@@ -245,7 +246,12 @@ enum ConfigurationFixture {
       reconnect: .init(minDelay: 0.5, maxDelay: 120),
       offlineQueue: .init(maxMessages: 500, policy: .dropNewest)),
     gateway: .init(id: "kitchen-1", healthInterval: 15),
-    log: .init(level: .debug))
+    log: .init(level: .debug),
+    bluetooth: .init(
+      radio: .none, adapter: "hci1", scanOnStart: false, minRSSI: -95,
+      advertisementInterval: 30, advertisementMinInterval: 2, offlineAfter: 120,
+      forgetAfter: 3600, maxDevices: 50,
+      presence: .init(enterRSSI: -70, leaveRSSI: -85, halfLife: 5, awayAfter: 60)))
 
   /// The values of `everyKey` as text, by key path.
   static let everyKeyText: [String: String] = [
@@ -258,6 +264,12 @@ enum ConfigurationFixture {
     "mqtt.reconnect.min_delay": "0.5", "mqtt.reconnect.max_delay": "120",
     "mqtt.offline_queue.max_messages": "500", "mqtt.offline_queue.policy": "drop_newest",
     "gateway.id": "kitchen-1", "gateway.health_interval": "15", "log.level": "debug",
+    "bluetooth.radio": "none", "bluetooth.adapter": "hci1", "bluetooth.scan_on_start": "false",
+    "bluetooth.min_rssi": "-95", "bluetooth.advertisement_interval": "30",
+    "bluetooth.advertisement_min_interval": "2", "bluetooth.offline_after": "120",
+    "bluetooth.forget_after": "3600", "bluetooth.max_devices": "50",
+    "bluetooth.presence.enter_rssi": "-70", "bluetooth.presence.leave_rssi": "-85",
+    "bluetooth.presence.half_life": "5", "bluetooth.presence.away_after": "60",
   ]
 
   /// A new empty temporary directory.

@@ -64,6 +64,21 @@ struct ConfigurationKey: Sendable {
     .init("gateway.id", .topicLevel, optional: true),
     .init("gateway.health_interval", .number(greaterThan: 0, atMost: 86_400)),
     .init("log.level", .choice(GatewayConfiguration.Log.Level.allCases.map(\.rawValue))),
+    .init(
+      "bluetooth.radio",
+      .choice(GatewayConfiguration.Bluetooth.Radio.allCases.map(\.rawValue))),
+    .init("bluetooth.adapter", .topicLevel, optional: true),
+    .init("bluetooth.scan_on_start", .boolean),
+    .init("bluetooth.min_rssi", .integer(-127...20), optional: true),
+    .init("bluetooth.advertisement_interval", .number(greaterThan: 0, atMost: 86_400)),
+    .init("bluetooth.advertisement_min_interval", .number(greaterThan: 0, atMost: 86_400)),
+    .init("bluetooth.offline_after", .number(greaterThan: 0, atMost: 604_800)),
+    .init("bluetooth.forget_after", .number(greaterThan: 0, atMost: 604_800)),
+    .init("bluetooth.max_devices", .integer(1...1_000_000)),
+    .init("bluetooth.presence.enter_rssi", .integer(-127...20)),
+    .init("bluetooth.presence.leave_rssi", .integer(-127...20)),
+    .init("bluetooth.presence.half_life", .number(greaterThan: 0, atMost: 86_400)),
+    .init("bluetooth.presence.away_after", .number(greaterThan: 0, atMost: 86_400)),
   ]
 
   /// The keys by dotted path.

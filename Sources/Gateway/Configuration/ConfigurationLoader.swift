@@ -108,10 +108,35 @@ public enum ConfigurationLoader {
 
     result.log.level = reader.string(forKey: "log.level", default: defaults.log.level)
 
+    let bluetooth = reader.scoped(to: "bluetooth")
+    let b = defaults.bluetooth
+    result.bluetooth.radio = bluetooth.string(forKey: "radio", default: b.radio)
+    result.bluetooth.adapter = bluetooth.string(forKey: "adapter")
+    result.bluetooth.scanOnStart = bluetooth.bool(forKey: "scan_on_start", default: b.scanOnStart)
+    result.bluetooth.minRSSI = bluetooth.int(forKey: "min_rssi")
+    result.bluetooth.advertisementInterval = bluetooth.double(
+      forKey: "advertisement_interval", default: b.advertisementInterval)
+    result.bluetooth.advertisementMinInterval = bluetooth.double(
+      forKey: "advertisement_min_interval", default: b.advertisementMinInterval)
+    result.bluetooth.offlineAfter = bluetooth.double(
+      forKey: "offline_after", default: b.offlineAfter)
+    result.bluetooth.forgetAfter = bluetooth.double(forKey: "forget_after", default: b.forgetAfter)
+    result.bluetooth.maxDevices = bluetooth.int(forKey: "max_devices", default: b.maxDevices)
+    let presence = bluetooth.scoped(to: "presence")
+    result.bluetooth.presence.enterRSSI = presence.int(
+      forKey: "enter_rssi", default: b.presence.enterRSSI)
+    result.bluetooth.presence.leaveRSSI = presence.int(
+      forKey: "leave_rssi", default: b.presence.leaveRSSI)
+    result.bluetooth.presence.halfLife = presence.double(
+      forKey: "half_life", default: b.presence.halfLife)
+    result.bluetooth.presence.awayAfter = presence.double(
+      forKey: "away_after", default: b.presence.awayAfter)
+
     let origins = Origins(layers: layers)
     result.mqtt.tls.enabled = try tlsEnabled(
       result.mqtt.tls, explicitly: explicitlyEnabled, origins: origins)
     try checkReconnect(result.mqtt.reconnect, origins: origins)
+    try checkBluetooth(result.bluetooth, origins: origins)
     return result
   }
 
@@ -156,6 +181,27 @@ public enum ConfigurationLoader {
         ? "mqtt.reconnect.min_delay" : "mqtt.reconnect.max_delay",
       "mqtt.reconnect.min_delay (\(min)) must not exceed mqtt.reconnect.max_delay (\(max), "
         + "\(maxOrigin))")
+  }
+}
+
+extension ConfigurationLoader {
+  /// Checks the Bluetooth keys that depend on each other.
+  fileprivate static func checkBluetooth(
+    _ bluetooth: GatewayConfiguration.Bluetooth, origins: Origins
+  ) throws(ConfigurationError) {
+    if bluetooth.presence.leaveRSSI > bluetooth.presence.enterRSSI {
+      throw origins.error(
+        "bluetooth.presence.leave_rssi",
+        "bluetooth.presence.leave_rssi (\(bluetooth.presence.leaveRSSI)) must not exceed "
+          + "bluetooth.presence.enter_rssi (\(bluetooth.presence.enterRSSI)): the gap between "
+          + "them is the hysteresis")
+    }
+    if bluetooth.forgetAfter < bluetooth.offlineAfter {
+      throw origins.error(
+        "bluetooth.forget_after",
+        "bluetooth.forget_after (\(KeyType.format(bluetooth.forgetAfter))) must not be shorter "
+          + "than bluetooth.offline_after (\(KeyType.format(bluetooth.offlineAfter)))")
+    }
   }
 }
 

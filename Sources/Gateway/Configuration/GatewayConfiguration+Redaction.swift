@@ -35,6 +35,19 @@ extension GatewayConfiguration: CustomStringConvertible, CustomDebugStringConver
       "gateway.id": gateway.id,
       "gateway.health_interval": ConfigurationLoader.KeyType.format(gateway.healthInterval),
       "log.level": log.level.rawValue,
+      "bluetooth.radio": bluetooth.radio.rawValue,
+      "bluetooth.adapter": bluetooth.adapter,
+      "bluetooth.scan_on_start": String(bluetooth.scanOnStart),
+      "bluetooth.min_rssi": bluetooth.minRSSI.map { String($0) },
+      "bluetooth.advertisement_interval": format(bluetooth.advertisementInterval),
+      "bluetooth.advertisement_min_interval": format(bluetooth.advertisementMinInterval),
+      "bluetooth.offline_after": format(bluetooth.offlineAfter),
+      "bluetooth.forget_after": format(bluetooth.forgetAfter),
+      "bluetooth.max_devices": String(bluetooth.maxDevices),
+      "bluetooth.presence.enter_rssi": String(bluetooth.presence.enterRSSI),
+      "bluetooth.presence.leave_rssi": String(bluetooth.presence.leaveRSSI),
+      "bluetooth.presence.half_life": format(bluetooth.presence.halfLife),
+      "bluetooth.presence.away_after": format(bluetooth.presence.awayAfter),
     ]
     return ConfigurationKey.all.map { key in
       guard let value = values[key.path] else {
@@ -43,6 +56,8 @@ extension GatewayConfiguration: CustomStringConvertible, CustomDebugStringConver
       return (key.path, value)
     }
   }
+
+  private func format(_ value: Double) -> String { ConfigurationLoader.KeyType.format(value) }
 
   /// `GatewayConfiguration(mqtt.host: localhost, …, mqtt.password: ***, …)`, secrets redacted.
   public var description: String {

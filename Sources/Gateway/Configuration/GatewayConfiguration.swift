@@ -14,6 +14,8 @@ public struct GatewayConfiguration: Sendable, Equatable {
   public var gateway: Gateway
   /// Logging (`log.*`).
   public var log: Log
+  /// The Bluetooth side (`bluetooth.*`).
+  public var bluetooth: Bluetooth
 
   /// Creates a configuration; every omitted part has its defaults.
   ///
@@ -21,9 +23,14 @@ public struct GatewayConfiguration: Sendable, Equatable {
   ///   - mqtt: The MQTT settings.
   ///   - gateway: The gateway settings.
   ///   - log: The logging settings.
-  public init(mqtt: MQTT = MQTT(), gateway: Gateway = Gateway(), log: Log = Log()) {
+  ///   - bluetooth: The Bluetooth settings.
+  public init(
+    mqtt: MQTT = MQTT(), gateway: Gateway = Gateway(), log: Log = Log(),
+    bluetooth: Bluetooth = Bluetooth()
+  ) {
     self.mqtt = mqtt
     self.gateway = gateway
     self.log = log
+    self.bluetooth = bluetooth
   }
 }

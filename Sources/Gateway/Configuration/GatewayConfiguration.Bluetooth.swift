@@ -1,0 +1,81 @@
+extension GatewayConfiguration {
+  /// The Bluetooth side: which radio, and the discovery half of the bridge (`bluetooth.*`).
+  public struct Bluetooth: Sendable, Equatable {
+    /// Which BLE stack the gateway drives (`bluetooth.radio`).
+    public enum Radio: String, Sendable, Equatable, CaseIterable {
+      /// BlueZ when a D-Bus system bus is reachable, otherwise none (with a warning).
+      case auto
+      /// BlueZ over the D-Bus system bus (`DBUS_SYSTEM_BUS_ADDRESS` is honoured).
+      case bluez
+      /// No Bluetooth: the MQTT side only.
+      case none
+    }
+
+    /// Which BLE stack to drive (`bluetooth.radio`). Default `auto`.
+    public var radio: Radio
+    /// The one adapter to use, e.g. `hci0` (`bluetooth.adapter`); `nil` uses every adapter.
+    public var adapter: String?
+    /// Start scanning without waiting for a `scan` request (`bluetooth.scan_on_start`).
+    /// Default `true`.
+    public var scanOnStart: Bool
+    /// Ignore advertisements weaker than this, in dBm (`bluetooth.min_rssi`); `nil`: no floor.
+    public var minRSSI: Int?
+    /// Re-publish an unchanged advertisement after this many seconds
+    /// (`bluetooth.advertisement_interval`). Default 10.
+    public var advertisementInterval: Double
+    /// Never publish a device's advertisement more often than this, in seconds
+    /// (`bluetooth.advertisement_min_interval`). Default 1.
+    public var advertisementMinInterval: Double
+    /// A device unseen this many seconds becomes `offline` (`bluetooth.offline_after`).
+    /// Default 90.
+    public var offlineAfter: Double
+    /// A device unseen this many seconds is forgotten (`bluetooth.forget_after`). Default 900.
+    public var forgetAfter: Double
+    /// Most devices remembered; the longest-unseen are evicted first
+    /// (`bluetooth.max_devices`). Default 1000.
+    public var maxDevices: Int
+    /// Presence (row C11) settings (`bluetooth.presence.*`).
+    public var presence: Presence
+
+    /// Presence estimation from a time-weighted RSSI mean (`bluetooth.presence.*`).
+    public struct Presence: Sendable, Equatable {
+      /// Mean RSSI at or above which a device becomes `present`, dBm. Default -80.
+      public var enterRSSI: Int
+      /// Mean RSSI below which a present device becomes `away`, dBm. Default -90.
+      public var leaveRSSI: Int
+      /// Age in seconds at which a sample weighs half as much as a new one. Default 10.
+      public var halfLife: Double
+      /// Seconds without a sighting after which a device is `away`. Default 30.
+      public var awayAfter: Double
+
+      /// Creates presence settings with the documented defaults.
+      public init(
+        enterRSSI: Int = -80, leaveRSSI: Int = -90, halfLife: Double = 10, awayAfter: Double = 30
+      ) {
+        self.enterRSSI = enterRSSI
+        self.leaveRSSI = leaveRSSI
+        self.halfLife = halfLife
+        self.awayAfter = awayAfter
+      }
+    }
+
+    /// Creates Bluetooth settings with the documented defaults.
+    public init(
+      radio: Radio = .auto, adapter: String? = nil, scanOnStart: Bool = true,
+      minRSSI: Int? = nil, advertisementInterval: Double = 10,
+      advertisementMinInterval: Double = 1, offlineAfter: Double = 90,
+      forgetAfter: Double = 900, maxDevices: Int = 1000, presence: Presence = Presence()
+    ) {
+      self.radio = radio
+      self.adapter = adapter
+      self.scanOnStart = scanOnStart
+      self.minRSSI = minRSSI
+      self.advertisementInterval = advertisementInterval
+      self.advertisementMinInterval = advertisementMinInterval
+      self.offlineAfter = offlineAfter
+      self.forgetAfter = forgetAfter
+      self.maxDevices = maxDevices
+      self.presence = presence
+    }
+  }
+}
