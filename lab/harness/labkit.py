@@ -11,6 +11,7 @@
     await lab.gateway(config, ...) start the gateway with a config file
     await lab.mqtt()               an MQTT client on the lab broker (harness/mqtt.py)
     await lab.find(address)        bleak: the BLEDevice for an address, via bluetoothd
+    async with lab.connect(device) as client:   a connected BleakClient
     lab.check(cond, msg)           fail the scenario with msg unless cond
 Everything started through `lab` is stopped when the scenario ends, pass or fail.
 """
@@ -18,6 +19,7 @@ Everything started through `lab` is stopped when the scenario ends, pass or fail
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import sys
@@ -148,6 +150,38 @@ class Lab:
             raise LabError(f"bleak did not find {address} within {scaled(timeout):.0f} s")
         self.log("found", address, seen["adv"])
         return device, seen["adv"]
+
+    @contextlib.asynccontextmanager
+    async def connect(self, device, attempts: int = 3, timeout: float = 60, **kwargs):
+        """`async with lab.connect(device) as client:` a connected BleakClient.
+
+        bleak (3.1) reads the Connect reply on one D-Bus connection and the device's
+        `Connected` property on another; when the property signal lags (it does under
+        emulation), it reports "failed to discover services, device disconnected" although
+        bluetoothd is connected and resolved. That is the test client's race, not the lab's or
+        the gateway's: retried (and logged) up to `attempts` times."""
+        from bleak import BleakClient
+        from bleak.exc import BleakError
+
+        for attempt in range(1, attempts + 1):
+            client = BleakClient(device, timeout=scaled(timeout), **kwargs)
+            try:
+                await client.connect()
+                break
+            except (BleakError, asyncio.TimeoutError) as e:
+                self.log(f"bleak connect to {device.address}, attempt {attempt}: {e!r}")
+                try:
+                    await client.disconnect()
+                except Exception:  # noqa: BLE001
+                    pass
+                if attempt == attempts:
+                    raise LabError(f"bleak could not connect to {device.address} "
+                                   f"in {attempts} attempts: {e}") from e
+                await asyncio.sleep(2)
+        try:
+            yield client
+        finally:
+            await client.disconnect()
 
     # -- end -------------------------------------------------------------------------------------
     async def close(self) -> None:

@@ -6,6 +6,8 @@ import asyncio
 import json
 import os
 import signal
+import socket
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -23,8 +25,82 @@ class LabError(AssertionError):
     """A check failed; the message is the one-line reason shown in the summary."""
 
 
+class Launched:
+    """A process started by the lab's fork server (harness/launcher.py), with the parts of
+    asyncio.subprocess.Process that Proc uses."""
+
+    def __init__(self) -> None:
+        self.pid = 0
+        self.returncode: int | None = None
+        self.stdin: asyncio.StreamWriter | None = None
+        self.stdout: asyncio.StreamReader | None = None
+        self._done = asyncio.Event()
+
+    @classmethod
+    async def start(cls, launcher: str, argv: list[str], env: dict, stdin: bool, events: bool,
+                    log_fd: int) -> "Launched":
+        loop = asyncio.get_running_loop()
+        self = cls()
+        theirs: list[int] = []
+        if stdin:
+            r, w = os.pipe()
+            theirs.append(r)
+            transport, protocol = await loop.connect_write_pipe(
+                asyncio.streams.FlowControlMixin, os.fdopen(w, "wb", 0))
+            self.stdin = asyncio.StreamWriter(transport, protocol, None, loop)
+        else:
+            theirs.append(os.open(os.devnull, os.O_RDONLY))
+        if events:
+            r, w = os.pipe()
+            theirs.append(w)
+            self.stdout = asyncio.StreamReader(limit=2 ** 20)
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(self.stdout),
+                                         os.fdopen(r, "rb", 0))
+        else:
+            theirs.append(os.dup(log_fd))
+        theirs.append(os.dup(log_fd))
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(launcher)
+            socket.send_fds(sock, [json.dumps({"argv": argv, "env": env, "cwd": os.getcwd()}).encode()],
+                            theirs)
+        finally:
+            for fd in theirs:
+                os.close(fd)
+        sock.setblocking(False)
+        reader, _ = await asyncio.open_unix_connection(sock=sock)
+        line = await asyncio.wait_for(reader.readline(), scaled(30))
+        self.pid = json.loads(line)["pid"]
+        # Keep strong references: the event loop holds tasks and stream readers only weakly,
+        # and a collected watcher would never report the exit.
+        self._sock_reader = reader
+        self._watcher = loop.create_task(self._watch(reader))
+        return self
+
+    async def _watch(self, reader: asyncio.StreamReader) -> None:
+        line = await reader.readline()
+        if line:
+            self.returncode = json.loads(line)["exit"]
+        else:  # the launcher went away: wait for the process to disappear
+            while Path(f"/proc/{self.pid}").exists():
+                await asyncio.sleep(0.5)
+            self.returncode = -255
+        self._done.set()
+
+    async def wait(self) -> int:
+        await self._done.wait()
+        assert self.returncode is not None
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.returncode is None:
+            os.kill(self.pid, sig)
+
+
 class Proc:
-    """A child process whose stdout/stderr go to a log file."""
+    """A child process whose stdout/stderr go to a log file. A Python script
+    ([sys.executable, "-u", script, ...]) is started by the fork server when LAB_LAUNCHER names
+    its socket (harness/launcher.py), else as a normal child."""
 
     def __init__(self, name: str, argv: list[str], log: Path, env: dict | None = None,
                  stdin: bool = False, events: bool = False) -> None:
@@ -39,13 +115,31 @@ class Proc:
         self._changed = asyncio.Event()
         self._reader: asyncio.Task | None = None
         self.started_at = 0.0
+        self._stopped = False
 
     async def start(self) -> "Proc":
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "ab", buffering=0)
         self._log.write(f"# {time.strftime('%H:%M:%S')} start: {' '.join(self.argv)}\n".encode())
         env = dict(os.environ, **(self.env or {}))
-        self.proc = await asyncio.create_subprocess_exec(
+        launcher = os.environ.get("LAB_LAUNCHER", "")
+        if (launcher and os.path.exists(launcher) and self.argv[:2] == [sys.executable, "-u"]
+                and len(self.argv) > 2):
+            try:
+                self.proc = await Launched.start(launcher, self.argv[2:], env, self.want_stdin,
+                                                 self.want_events, self._log.fileno())
+            except (OSError, ValueError, asyncio.TimeoutError) as e:
+                self._log.write(f"# launcher failed ({e!r}); starting normally\n".encode())
+                self.proc = None
+        if self.proc is None:
+            self.proc = await self._spawn(env)
+        self.started_at = time.monotonic()
+        if self.want_events:
+            self._reader = asyncio.get_running_loop().create_task(self._read_events())
+        return self
+
+    async def _spawn(self, env: dict):
+        return await asyncio.create_subprocess_exec(
             *self.argv,
             stdin=asyncio.subprocess.PIPE if self.want_stdin else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE if self.want_events else self._log,
@@ -53,10 +147,6 @@ class Proc:
             env=env,
             start_new_session=True,
         )
-        self.started_at = time.monotonic()
-        if self.want_events:
-            self._reader = asyncio.get_running_loop().create_task(self._read_events())
-        return self
 
     @property
     def pid(self) -> int | None:
@@ -112,8 +202,11 @@ class Proc:
                 if e.get("event") == name and (where is None or where(e)):
                     return e
                 if e.get("event") == "exit":
+                    errors = [x.get("message") for x in self.history if x.get("event") == "error"]
                     raise LabError(f"{self.name} exited (status {self.proc.returncode if self.proc else '?'}) "
-                                   f"before event {name!r}; see {self.log_path.name}")
+                                   f"before event {name!r}"
+                                   + (f" (peer errors: {errors[:2]})" if errors else "")
+                                   + f"; see {self.log_path.name}")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 errors = [e.get("message") for e in self.history if e.get("event") == "error"]
@@ -134,6 +227,9 @@ class Proc:
         """Ask nicely (close stdin / signal), then kill the whole process group."""
         if self.proc is None:
             return None
+        if self._stopped:
+            return self.proc.returncode
+        self._stopped = True
         if self.proc.returncode is None:
             try:
                 if self.want_stdin and self.proc.stdin and not self.proc.stdin.is_closing():
@@ -154,7 +250,10 @@ class Proc:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            await self.proc.wait()
+            try:
+                await asyncio.wait_for(self.proc.wait(), scaled(15))
+            except asyncio.TimeoutError:
+                self._log.write(b"# did not end after SIGKILL\n")
         if self._reader:
             try:
                 await asyncio.wait_for(self._reader, 5)

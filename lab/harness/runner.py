@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -47,6 +48,7 @@ class Runner:
         self.logf = open(results / "lab.log", "a")
         self.btvirt: Proc | None = None
         self.bluetoothd: Proc | None = None
+        self.launcher: Proc | None = None
         self.bluez = BlueZ()
 
     def log(self, *parts) -> None:
@@ -76,6 +78,9 @@ class Runner:
         if not Path("/run/dbus/system_bus_socket").exists():
             self.sh("dbus-daemon", "--system", "--fork")
         await self.start_air()
+        # After the air is up: the launcher's imports would starve btvirt, and the kernel gives
+        # each controller set-up command only 2 s.
+        await self.start_launcher()
 
     def mgmt_indexes(self) -> int:
         out = self.sh("btmgmt", "info", timeout=20, check=False)
@@ -130,6 +135,25 @@ class Runner:
             await self.bluetoothd.stop()
         raise RuntimeError("bluetoothd did not bring up its adapters")
 
+    async def start_launcher(self) -> None:
+        """The fork server (harness/launcher.py): Python processes start in a fraction of the
+        time. Without it (LAB_NO_LAUNCHER=1, or if it fails) they start normally."""
+        if os.environ.get("LAB_NO_LAUNCHER"):
+            return
+        path = "/run/lab-launcher.sock"
+        self.launcher = Proc("launcher", [sys.executable, "-u", str(HARNESS / "launcher.py"), path],
+                             self.results / "launcher.log")
+        await self.launcher.start()
+        deadline = time.monotonic() + scaled(90)
+        while time.monotonic() < deadline and self.launcher.running:
+            if Path(path).exists():
+                os.environ["LAB_LAUNCHER"] = path
+                self.log("launcher ready")
+                return
+            await asyncio.sleep(0.3)
+        self.log("launcher did not start; processes start normally")
+        await self.launcher.stop()
+
     async def start_air(self) -> None:
         await self.start_btvirt()  # before bluetoothd: started earlier, it misses hci0
         await self.start_bluetoothd()
@@ -176,7 +200,20 @@ class Runner:
         raise RuntimeError("mosquitto did not open 127.0.0.1:1883")
 
     def kill_leftovers(self, token: str) -> None:
-        """Kill what a killed scenario left behind: processes carrying its LAB_RUN_TOKEN."""
+        """Kill what a killed scenario left behind: processes carrying its LAB_RUN_TOKEN
+        (forked by the launcher: ask it; started normally: their environment says so)."""
+        launcher = os.environ.get("LAB_LAUNCHER")
+        if launcher and os.path.exists(launcher):
+            try:
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                    sock.settimeout(10)
+                    sock.connect(launcher)
+                    socket.send_fds(sock, [json.dumps({"kill_token": token}).encode()], [])
+                    answer = sock.makefile().readline()
+                if json.loads(answer or "{}").get("killed"):
+                    self.log("launcher killed leftovers:", answer.strip())
+            except (OSError, ValueError) as e:
+                self.log("launcher kill_token:", repr(e))
         mark = f"LAB_RUN_TOKEN={token}".encode()
         for d in Path("/proc").iterdir():
             if not d.name.isdigit() or int(d.name) == os.getpid():
@@ -327,6 +364,8 @@ async def main(results: Path) -> int:
         say(f"lab: [{i}/{len(selected)}] {r['name']} {r['status']} ({r['seconds']:.1f} s)")
         (results / "summary.json").write_text(json.dumps(summary, indent=1))
     await runner.stop_air()
+    if runner.launcher:
+        await runner.launcher.stop()
     summary["total_guest_s"] = round(uptime(), 1)
     (results / "summary.json").write_text(json.dumps(summary, indent=1))
     return 0

@@ -3,7 +3,6 @@
 import asyncio
 import json
 
-from bleak import BleakClient
 from bleak.exc import BleakError
 
 from labkit import uuids
@@ -24,7 +23,7 @@ async def run(lab):
     stream = uuids.long_form(uuids.ACTUATOR_STREAM)
     status = uuids.long_form(uuids.ACTUATOR_STATUS)
 
-    async with BleakClient(device, timeout=lab.timeout(60)) as client:
+    async with lab.connect(device) as client:
         chars = {c.uuid: c for s in client.services for c in s.characteristics}
         lab.check("write" in chars[command].properties, f"command flags {chars[command].properties}")
         lab.check("write-without-response" in chars[stream].properties,

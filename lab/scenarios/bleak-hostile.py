@@ -2,7 +2,6 @@
 
 import asyncio
 
-from bleak import BleakClient
 from bleak.exc import BleakError
 
 from labkit import uuids
@@ -25,7 +24,7 @@ async def run(lab):
     lab.check(adv.manufacturer_data.get(0xFFFF) == bytes(range(24)),
               f"manufacturer data {adv.manufacturer_data}")
 
-    async with BleakClient(device, timeout=lab.timeout(60)) as client:
+    async with lab.connect(device) as client:
         failing = uuids.long_form(uuids.HOSTILE_FAILING_READ)
         echo = uuids.long_form(uuids.HOSTILE_ECHO)
         for _ in range(3):

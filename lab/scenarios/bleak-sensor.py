@@ -2,8 +2,6 @@
 
 import asyncio
 
-from bleak import BleakClient
-
 from labkit import uuids
 
 ROWS = "LAB"
@@ -21,7 +19,7 @@ async def run(lab):
     for u in (uuids.BATTERY_SERVICE, uuids.HEART_RATE_SERVICE):
         lab.check(uuids.long_form(u) in advertised, f"service {u} not advertised: {advertised}")
 
-    async with BleakClient(device, timeout=lab.timeout(60)) as client:
+    async with lab.connect(device) as client:
         lab.log("connected")
         level = await client.read_gatt_char(uuids.long_form(uuids.BATTERY_LEVEL))
         lab.check(bytes(level) == bytes([87]), f"battery level read {bytes(level)!r}, expected 87")

@@ -2,8 +2,6 @@
 
 import asyncio
 
-from bleak import BleakClient
-
 from labkit import uuids
 
 ROWS = "LAB"
@@ -42,7 +40,7 @@ async def one(lab, max_mtu):
     peer = await lab.peer("transfer", text=TEXT, max_mtu=max_mtu or None)
     device = await lab.find(peer.address)
     char = uuids.long_form(uuids.TRANSFER_CHARACTERISTIC)
-    async with BleakClient(device, timeout=lab.timeout(60)) as client:
+    async with lab.connect(device) as client:
         rx = Receiver()
         await client.start_notify(char, rx)
         sent = await peer.wait("sent")

@@ -3,7 +3,6 @@
 import asyncio
 import json
 
-from bleak import BleakClient
 
 from bluez import BlueZ
 from labkit import uuids
@@ -22,8 +21,8 @@ async def run(lab):
     dev_s = await lab.find(sensor.address)
     dev_a = await lab.find(actuator.address)
 
-    async with BleakClient(dev_s, timeout=lab.timeout(60)) as cs:
-        async with BleakClient(dev_a, timeout=lab.timeout(60)) as ca:
+    async with lab.connect(dev_s) as cs:
+        async with lab.connect(dev_a) as ca:
             bluez = await BlueZ().connect()
             try:
                 connected = {d["Address"] for d in (await bluez.devices()).values() if d.get("Connected")}

@@ -448,10 +448,10 @@ final class ClientCore: @unchecked Sendable {
     case .unsubscribed(let mid):
       unsubackWaiters.removeValue(forKey: mid)?.resume()
     case .message(let message):
-      let result = messages.yield(message)
-      stats.withLock {
-        $0.received += 1
-        if case .dropped = result { $0.receivedDropped += 1 }
+      // Count first: whoever sees the message must also see it counted.
+      stats.withLock { $0.received += 1 }
+      if case .dropped = messages.yield(message) {
+        stats.withLock { $0.receivedDropped += 1 }
       }
     }
   }
