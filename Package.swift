@@ -14,6 +14,7 @@ let package = Package(
     .library(name: "Mosquitto", targets: ["Mosquitto"]),
     .library(name: "BridgeCore", targets: ["BridgeCore"]),
     .library(name: "DBus", targets: ["DBus"]),
+    .library(name: "BlueZ", targets: ["BlueZ"]),
   ],
   dependencies: [
     .package(
@@ -42,9 +43,13 @@ let package = Package(
     .target(name: "DBus", dependencies: ["CDBus"], swiftSettings: strict),
     .target(name: "BridgeCore", swiftSettings: strict),
     .target(
+      name: "BlueZ",
+      dependencies: ["DBus", "BridgeCore", .product(name: "Logging", package: "swift-log")],
+      swiftSettings: strict),
+    .target(
       name: "Gateway",
       dependencies: [
-        "Mosquitto", "BridgeCore",
+        "Mosquitto", "BridgeCore", "BlueZ",
         .product(name: "Configuration", package: "swift-configuration"),
         .product(name: "Yams", package: "Yams"),
         .product(name: "Logging", package: "swift-log"),
@@ -62,6 +67,12 @@ let package = Package(
 
     .testTarget(name: "BridgeCoreTests", dependencies: ["BridgeCore"], swiftSettings: strict),
     .testTarget(name: "DBusTests", dependencies: ["DBus"], swiftSettings: strict),
+    .testTarget(
+      name: "BlueZTests",
+      dependencies: [
+        "BlueZ", "DBus", "BridgeCore", .product(name: "Logging", package: "swift-log"),
+      ],
+      swiftSettings: strict),
     .testTarget(
       name: "MosquittoTests", dependencies: ["Mosquitto", "TestSupport"], swiftSettings: strict),
     .testTarget(

@@ -1,0 +1,172 @@
+public import BridgeCore
+import DBus
+public import Logging
+
+/// The ``BLECentral`` port over BlueZ's D-Bus API: an incremental mirror of BlueZ's objects,
+/// LE discovery, recovery after bluetoothd restarts and lost bus connections, and a scanner
+/// watchdog.
+///
+/// Run it as a long-running service (``run()``, e.g. as a swift-service-lifecycle `Service`):
+/// it connects to the system bus, subscribes to BlueZ's signals and `NameOwnerChanged` of
+/// `org.bluez`, then takes **one** `GetManagedObjects` snapshot; after that the model changes
+/// only through `InterfacesAdded`, `InterfacesRemoved` and `PropertiesChanged`. A new snapshot is
+/// taken only when `org.bluez` gets a new owner (bluetoothd restarted) or the connection was
+/// reopened.
+///
+/// Events (``events()``): each subscriber buffers at most
+/// ``BlueZCentralConfiguration/eventBufferSize`` events and drops its **oldest** when full
+/// (counted in ``Statistics/droppedEvents``); every adapter and device event carries the full
+/// current state, so a newer event supersedes the dropped ones.
+///
+/// - Important: All state lives in this actor; BlueZ calls run concurrently with signal handling
+///   (actor reentrancy), and discovery operations on one adapter are serialised.
+public actor BlueZCentral: BLECentral {
+  /// Counters for health reports and tests.
+  public struct Statistics: Sendable, Hashable {
+    /// `GetManagedObjects` calls made (one per start, bluetoothd restart or reconnection).
+    public var snapshots = 0
+    /// Bus connections opened.
+    public var connections = 0
+    /// Adapters in the model now.
+    public var adapters = 0
+    /// Devices in the model now.
+    public var devices = 0
+    /// Devices forgotten to keep the model bounded.
+    public var evictedDevices = 0
+    /// Malformed objects or signals ignored.
+    public var malformed = 0
+    /// Events dropped because a subscriber fell behind.
+    public var droppedEvents = 0
+    /// Whether the model mirrors a running bluetoothd now.
+    public var synced = false
+  }
+
+  struct DiscoverySession: Sendable {
+    var filter: DiscoveryFilter
+    var started: Bool
+  }
+
+  struct WatchdogState: Sendable {
+    enum Stage: Sendable { case watching, restarted, powerCycled }
+    var stage: Stage = .watching
+    /// When the stage began (or the last advertisement arrived).
+    var since: ContinuousClock.Instant
+    /// When the last advertisement arrived, or discovery started.
+    var silentSince: ContinuousClock.Instant
+    var powerCycleAllowed = true
+  }
+
+  /// The settings.
+  public nonisolated let configuration: BlueZCentralConfiguration
+  let logger: Logger
+  let hub: EventHub<CentralEvent>
+  let watchdogHub: EventHub<ScannerWatchdogEvent>
+  let clock = ContinuousClock()
+
+  var connection: DBusConnection?
+  /// The unique name owning `org.bluez`, `nil` while bluetoothd is not running.
+  var owner: String?
+  var model: BlueZObjectModel
+  var synced = false
+  /// Whether events of the current stack were delivered (so its loss must be reported).
+  var announced = false
+  /// Increases whenever the model is dropped, so late replies of an old stack are ignored.
+  var epoch = 0
+  var snapshotting = false
+  /// Signals held back while a snapshot is being taken.
+  var pending: [DBusSignal]?
+  var pendingOverflow = false
+  var startupSettled = false
+  var sessions: [String: DiscoverySession] = [:]
+  var watchdogs: [String: WatchdogState] = [:]
+  /// Adapters with a discovery operation under way, with the operations waiting for them.
+  var adapterLocks: [String: [CheckedContinuation<Void, Never>]] = [:]
+  var relearning: Set<DBusObjectPath> = []
+  var counters = Statistics()
+  let connect: @Sendable (String?) async throws(DBusError) -> DBusConnection
+
+  /// Makes a central; nothing happens until ``run()``.
+  ///
+  /// - Parameters:
+  ///   - configuration: The settings.
+  ///   - logger: Where to log (metadata keys `ble.adapter`, `dbus.error`).
+  public init(
+    configuration: BlueZCentralConfiguration = BlueZCentralConfiguration(), logger: Logger
+  ) {
+    self.configuration = configuration
+    self.logger = logger
+    hub = EventHub(bufferSize: configuration.eventBufferSize)
+    watchdogHub = EventHub(bufferSize: 256)
+    model = BlueZObjectModel(maxDevices: configuration.maxDevices)
+    connect = { address throws(DBusError) in
+      if let address { return try await DBusConnection(address: address) }
+      return try await DBusConnection.system()
+    }
+  }
+
+  // MARK: port
+
+  /// A stream of everything the stack reports from now on; it finishes when ``run()`` returns.
+  ///
+  /// Buffering: the newest ``BlueZCentralConfiguration/eventBufferSize`` events per subscriber.
+  ///
+  /// - Returns: The events.
+  public nonisolated func events() -> AsyncStream<CentralEvent> {
+    hub.subscribe()
+  }
+
+  /// The steps of the scanner watchdog from now on (the port has no case for them); buffers the
+  /// newest 256.
+  ///
+  /// - Returns: The watchdog's steps.
+  public nonisolated func watchdogEvents() -> AsyncStream<ScannerWatchdogEvent> {
+    watchdogHub.subscribe()
+  }
+
+  /// The counters now.
+  public var statistics: Statistics {
+    var result = counters
+    result.adapters = model.adapters.count
+    result.devices = model.devices.count
+    result.evictedDevices = model.evicted
+    result.malformed = model.malformed
+    result.droppedEvents = hub.dropped
+    result.synced = synced
+    return result
+  }
+
+  /// The adapters BlueZ reports now. Right after ``run()`` starts it waits up to
+  /// ``BlueZCentralConfiguration/startupWait`` for the first snapshot.
+  ///
+  /// - Returns: Every adapter's state, sorted by id.
+  /// - Throws: ``CentralError`` `unavailable` while bluetoothd or the bus cannot be reached.
+  public func adapters() async throws(CentralError) -> [AdapterInfo] {
+    let deadline = clock.now + configuration.startupWait
+    while !startupSettled && clock.now < deadline {
+      try? await Task.sleep(for: .milliseconds(20))
+    }
+    guard synced else {
+      throw CentralError(.unavailable, message: "bluetoothd (org.bluez) is not available")
+    }
+    return model.adapterInfos
+  }
+
+  // MARK: events
+
+  /// Delivers events and keeps the discovery bookkeeping in step with them.
+  func deliver(_ events: [CentralEvent]) {
+    for event in events {
+      switch event {
+      case .adapterChanged(let info) where !info.powered:
+        // BlueZ drops every discovery session of an adapter that powers off.
+        sessions[info.id]?.started = false
+      case .adapterRemoved(let id):
+        sessions[id] = nil
+        watchdogs[id] = nil
+      default:
+        break
+      }
+      hub.yield(event)
+    }
+  }
+}

@@ -1,0 +1,57 @@
+/// Settings of a ``BlueZCentral``; every default is the documented configuration default.
+public struct BlueZCentralConfiguration: Sendable, Hashable {
+  /// The D-Bus address of the system bus, or `nil` for `DBUS_SYSTEM_BUS_ADDRESS` or else
+  /// `unix:path=/run/dbus/system_bus_socket` (`bluetooth.bus_address`).
+  public var busAddress: String?
+  /// How many events each ``BlueZCentral/events()`` subscriber buffers; a consumer that falls
+  /// behind loses the oldest ones (`bluetooth.event_buffer`, default 4096).
+  public var eventBufferSize: Int
+  /// How many BlueZ signals the connection buffers while the central is busy
+  /// (`bluetooth.signal_buffer`, default 8192).
+  public var signalBufferSize: Int
+  /// The most devices the object model keeps; beyond it the longest-unseen ones that are not
+  /// connected are forgotten (`bluetooth.max_devices`, default 4096).
+  public var maxDevices: Int
+  /// How long a BlueZ method call may take (`bluetooth.call_timeout`, default 10 s).
+  public var callTimeout: Duration
+  /// The first delay before reconnecting to a lost bus, doubled after each failure
+  /// (default 0.5 s).
+  public var reconnectDelay: Duration
+  /// The longest delay between reconnection attempts (default 30 s).
+  public var maxReconnectDelay: Duration
+  /// How long ``BlueZCentral/adapters()`` waits for the first snapshot after ``BlueZCentral/run()``
+  /// starts (default 5 s).
+  public var startupWait: Duration
+  /// The scanner watchdog.
+  public var watchdog: ScannerWatchdogConfiguration
+
+  /// Makes a configuration.
+  ///
+  /// - Parameters:
+  ///   - busAddress: The system bus address; `nil` for the default.
+  ///   - eventBufferSize: Events buffered per subscriber.
+  ///   - signalBufferSize: BlueZ signals buffered by the connection.
+  ///   - maxDevices: The most devices the model keeps.
+  ///   - callTimeout: How long a BlueZ call may take.
+  ///   - reconnectDelay: The first reconnection delay.
+  ///   - maxReconnectDelay: The longest reconnection delay.
+  ///   - startupWait: How long `adapters()` waits for the first snapshot.
+  ///   - watchdog: The scanner watchdog's settings.
+  public init(
+    busAddress: String? = nil, eventBufferSize: Int = 4096, signalBufferSize: Int = 8192,
+    maxDevices: Int = 4096, callTimeout: Duration = .seconds(10),
+    reconnectDelay: Duration = .milliseconds(500), maxReconnectDelay: Duration = .seconds(30),
+    startupWait: Duration = .seconds(5),
+    watchdog: ScannerWatchdogConfiguration = ScannerWatchdogConfiguration()
+  ) {
+    self.busAddress = busAddress
+    self.eventBufferSize = eventBufferSize
+    self.signalBufferSize = signalBufferSize
+    self.maxDevices = maxDevices
+    self.callTimeout = callTimeout
+    self.reconnectDelay = reconnectDelay
+    self.maxReconnectDelay = maxReconnectDelay
+    self.startupWait = startupWait
+    self.watchdog = watchdog
+  }
+}

@@ -1,0 +1,9 @@
+/// The D-Bus names of the BlueZ API this module uses.
+enum BlueZNames {
+  static let service = "org.bluez"
+  static let adapter = "org.bluez.Adapter1"
+  static let device = "org.bluez.Device1"
+  static let objectManager = "org.freedesktop.DBus.ObjectManager"
+  static let properties = "org.freedesktop.DBus.Properties"
+  static let errorPrefix = "org.bluez.Error."
+}

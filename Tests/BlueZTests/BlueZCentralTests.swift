@@ -1,0 +1,289 @@
+import BlueZ
+import BridgeCore
+import DBus
+import Logging
+import Testing
+
+/// The central against a private dbus-daemon, with the test playing bluetoothd (``FakeBlueZ``).
+@Suite(
+  "BlueZCentral on a private bus",
+  .enabled(if: PrivateBus.isAvailable, "dbus-daemon is not installed (apt-get install dbus)"),
+  .timeLimit(.minutes(1)))
+struct BlueZCentralTests {
+  static let deviceAddress = "A4:C1:38:1E:29:DF"
+
+  /// A running central on `bus`, its event recorder, and a cancel handle.
+  static func central(
+    _ bus: PrivateBus, watchdog: ScannerWatchdogConfiguration = .init(enabled: false)
+  ) -> (BlueZCentral, Recorder<CentralEvent>, Task<Void, Never>) {
+    var logger = Logger(label: "test.bluez")
+    logger.logLevel = .critical
+    let central = BlueZCentral(
+      configuration: BlueZCentralConfiguration(
+        busAddress: bus.address, callTimeout: .seconds(5), reconnectDelay: .milliseconds(100),
+        watchdog: watchdog),
+      logger: logger)
+    let recorder = Recorder(central.events())
+    let task = Task { await central.run() }
+    return (central, recorder, task)
+  }
+
+  static func isAdapter(_ id: String, _ check: @escaping (AdapterInfo) -> Bool = { _ in true })
+    -> (CentralEvent) -> Bool
+  {
+    { event in
+      if case .adapterChanged(let info) = event { return info.id == id && check(info) }
+      return false
+    }
+  }
+
+  @Test("snapshot, InterfacesAdded, PropertiesChanged and InterfacesRemoved become events")
+  func mirrorsTheStack() async throws {
+    try await PrivateBus.with { bus in
+      let fake = try await FakeBlueZ.start(on: bus)
+      try await fake.addDevice(
+        "11:22:33:44:55:66",
+        properties: ["Name": .string("cached"), "AddressType": .string("random")])
+      let (central, events, task) = Self.central(bus)
+      defer { task.cancel() }
+
+      let adapter = try await events.next(where: Self.isAdapter("hci0"))
+      guard case .adapterChanged(let info) = adapter else { return }
+      #expect(info.name == "lab-hci0" && info.powered && !info.discovering)
+      #expect(info.address?.description == "00:1A:7D:DA:71:10")
+      let cached = try await events.next { if case .deviceAppeared = $0 { true } else { false } }
+      #expect(
+        cached
+          == .deviceAppeared(
+            Advertisement(
+              address: try BluetoothAddress("11:22:33:44:55:66"), addressType: .random,
+              name: Array("cached".utf8))))
+      #expect(try await central.adapters().map(\.id) == ["hci0"])
+
+      let path = try await fake.addDevice(
+        Self.deviceAddress,
+        properties: [
+          "Name": .string("Thermo/#+"), "RSSI": .int16(-70),
+          "ManufacturerData": .dictionary(
+            key: "q", value: "v", [(.uint16(0x004C), .variant(.bytes([2, 21])))]),
+        ])
+      let address = try BluetoothAddress(Self.deviceAddress)
+      let appeared = try await events.next {
+        if case .deviceAppeared(let a) = $0 { a.address == address } else { false }
+      }
+      #expect(
+        appeared
+          == .deviceAppeared(
+            Advertisement(
+              address: address, name: Array("Thermo/#+".utf8), rssi: -70,
+              manufacturerData: [0x004C: [2, 21]])))
+
+      try await fake.change(path, "org.bluez.Device1", ["RSSI": .int16(-42)])
+      let updated = try await events.next {
+        if case .deviceUpdated(let a) = $0 { a.address == address } else { false }
+      }
+      guard case .deviceUpdated(let advertisement) = updated else { return }
+      #expect(advertisement.rssi == -42)
+      #expect(advertisement.manufacturerData == [0x004C: [2, 21]])
+
+      try await fake.change(path, "org.bluez.Device1", ["Connected": .bool(true)])
+      try await events.next { $0 == .connectionChanged(address, connected: true) }
+
+      try await fake.remove(path)
+      try await events.next { $0 == .deviceRemoved(address) }
+
+      // Everything above came from signals: one GetManagedObjects only.
+      #expect(await central.statistics.snapshots == 1)
+      #expect(await central.statistics.devices == 1)
+      await fake.stop()
+    }
+  }
+
+  @Test("discovery sends SetDiscoveryFilter without false booleans, then StartDiscovery once")
+  func discovery() async throws {
+    try await PrivateBus.with { bus in
+      let fake = try await FakeBlueZ.start(on: bus)
+      let (central, events, task) = Self.central(bus)
+      defer { task.cancel() }
+      try await events.next(where: Self.isAdapter("hci0"))
+
+      let filter = DiscoveryFilter(serviceUUIDs: [BluetoothUUID(uuid16: 0x180F)], rssiFloor: -80)
+      try await central.startDiscovery(adapter: "hci0", filter: filter)
+      try await events.next(where: Self.isAdapter("hci0") { $0.discovering })
+      let filters = fake.calls("SetDiscoveryFilter")
+      #expect(filters.count == 1)
+      let dictionary = try #require(filters.first?.arguments.first?.propertyMap)
+      #expect(
+        dictionary == [
+          "Transport": .string("le"), "UUIDs": .strings(["0000180f-0000-1000-8000-00805f9b34fb"]),
+          "RSSI": .int16(-80), "DuplicateData": .bool(true),
+        ])
+      #expect(fake.calls("StartDiscovery").count == 1)
+
+      // Idempotent: already discovering → only the new filter is applied.
+      try await central.startDiscovery(
+        adapter: "hci0", filter: DiscoveryFilter(duplicateData: false))
+      #expect(fake.calls("StartDiscovery").count == 1)
+      let second = try #require(fake.calls("SetDiscoveryFilter").last?.arguments.first?.propertyMap)
+      #expect(second == ["Transport": .string("le")])
+      #expect(
+        !fake.calls("SetDiscoveryFilter").contains { call in
+          call.arguments.first?.propertyMap?.values.contains(.bool(false)) ?? true
+        })
+
+      try await central.stopDiscovery(adapter: "hci0")
+      #expect(fake.calls("StopDiscovery").count == 1)
+      try await central.stopDiscovery(adapter: "hci0")  // not discovering: still fine
+
+      try await central.setPowered(adapter: "hci0", false)
+      try await events.next(where: Self.isAdapter("hci0") { !$0.powered })
+      #expect(fake.calls("Set Powered").map(\.arguments) == [[.bool(false)]])
+      await fake.stop()
+    }
+  }
+
+  @Test("BlueZ error replies map to CentralError codes with the D-Bus name kept")
+  func errors() async throws {
+    try await PrivateBus.with { bus in
+      let fake = try await FakeBlueZ.start(on: bus)
+      let (central, events, task) = Self.central(bus)
+      defer { task.cancel() }
+      try await events.next(where: Self.isAdapter("hci0"))
+
+      fake.fail("StartDiscovery", with: "org.bluez.Error.InProgress")
+      let inProgress = await #expect(throws: CentralError.self) {
+        try await central.startDiscovery(adapter: "hci0", filter: DiscoveryFilter())
+      }
+      #expect(inProgress?.code == .inProgress)
+      #expect(inProgress?.detail == "org.bluez.Error.InProgress")
+
+      fake.fail("SetDiscoveryFilter", with: "org.bluez.Error.NotReady")
+      let notReady = await #expect(throws: CentralError.self) {
+        try await central.startDiscovery(adapter: "hci0", filter: DiscoveryFilter())
+      }
+      #expect(notReady?.code == .poweredOff)
+
+      let unknown = await #expect(throws: CentralError.self) {
+        try await central.startDiscovery(adapter: "hci9", filter: DiscoveryFilter())
+      }
+      #expect(unknown?.code == .unknownAdapter)
+
+      // After the refusals a normal start works (no session was recorded for them).
+      try await central.startDiscovery(adapter: "hci0", filter: DiscoveryFilter())
+      #expect(fake.calls("StartDiscovery").count == 2)
+      await fake.stop()
+    }
+  }
+
+  @Test("wrong property types from the stack are ignored, not fatal")
+  func brokenProperties() async throws {
+    try await PrivateBus.with { bus in
+      let fake = try await FakeBlueZ.start(on: bus)
+      try await fake.addDevice(
+        Self.deviceAddress,
+        properties: [
+          "RSSI": .string("loud"), "ManufacturerData": .strings(["nope"]),
+          "UUIDs": .int32(3), "Name": .string("ok"),
+        ])
+      try await fake.addDevice(
+        "00:00:00:00:00:01", path: "/org/bluez/hci0/not_a_device", includeAddress: false)
+      let (central, events, task) = Self.central(bus)
+      defer { task.cancel() }
+      let appeared = try await events.next { if case .deviceAppeared = $0 { true } else { false } }
+      #expect(
+        appeared
+          == .deviceAppeared(
+            Advertisement(address: try BluetoothAddress(Self.deviceAddress), name: Array("ok".utf8))
+          ))
+      let statistics = await central.statistics
+      #expect(statistics.devices == 1 && statistics.malformed == 1)
+      await fake.stop()
+    }
+  }
+
+  @Test("org.bluez going away → stackLost; coming back → a rebuilt model")
+  func bluetoothdRestart() async throws {
+    try await PrivateBus.with { bus in
+      let first = try await FakeBlueZ.start(on: bus)
+      try await first.addDevice(Self.deviceAddress)
+      let (central, events, task) = Self.central(bus)
+      defer { task.cancel() }
+      try await events.next(where: Self.isAdapter("hci0"))
+      try await central.startDiscovery(adapter: "hci0", filter: DiscoveryFilter())
+
+      await first.stop()
+      try await events.next { $0 == .stackLost }
+      let unavailable = await #expect(throws: CentralError.self) { try await central.adapters() }
+      #expect(unavailable?.code == .unavailable)
+      let refused = await #expect(throws: CentralError.self) {
+        try await central.startDiscovery(adapter: "hci0", filter: DiscoveryFilter())
+      }
+      #expect(refused?.code == .unavailable)
+
+      let second = try await FakeBlueZ.start(on: bus, adapters: ["hci1"])
+      try await events.next(where: Self.isAdapter("hci1"))
+      #expect(try await central.adapters().map(\.id) == ["hci1"])
+      #expect(await central.statistics.snapshots == 2)
+      // The old discovery session is gone with the old stack: a start really starts again.
+      try await central.startDiscovery(adapter: "hci1", filter: DiscoveryFilter())
+      #expect(second.calls("StartDiscovery").count == 1)
+      await second.stop()
+    }
+  }
+
+  @Test("losing the bus reports stackLost; the central reconnects and mirrors the stack again")
+  func busLost() async throws {
+    let bus = try await PrivateBus.start()
+    let fake = try await FakeBlueZ.start(on: bus)
+    let (central, events, task) = Self.central(bus)
+    defer { task.cancel() }
+    try await events.next(where: Self.isAdapter("hci0"))
+    await bus.stop()
+    try await events.next { $0 == .stackLost }
+    #expect(await central.statistics.synced == false)
+    _ = fake
+
+    let again = try await PrivateBus.start(in: bus.folder)
+    let second = try await FakeBlueZ.start(on: again, adapters: ["hci0"])
+    try await events.next(timeout: .seconds(15), where: Self.isAdapter("hci0"))
+    let statistics = await central.statistics
+    #expect(statistics.connections >= 2 && statistics.synced)
+    await second.stop()
+    await again.stop()
+  }
+
+  @Test("the watchdog restarts discovery, then power-cycles the adapter, and sees recovery")
+  func watchdog() async throws {
+    try await PrivateBus.with { bus in
+      let fake = try await FakeBlueZ.start(on: bus)
+      let path = try await fake.addDevice(Self.deviceAddress)
+      let (central, events, task) = Self.central(
+        bus,
+        watchdog: ScannerWatchdogConfiguration(
+          restartAfter: .milliseconds(600), powerCycleAfter: .milliseconds(600),
+          checkInterval: .milliseconds(100)))
+      defer { task.cancel() }
+      let steps = Recorder(central.watchdogEvents())
+      try await events.next(where: Self.isAdapter("hci0"))
+      try await central.startDiscovery(adapter: "hci0", filter: DiscoveryFilter())
+
+      try await steps.next {
+        if case .discoveryRestarted(adapter: "hci0", _) = $0 { true } else { false }
+      }
+      #expect(fake.calls("StopDiscovery").count == 1)
+      #expect(fake.calls("StartDiscovery").count == 2)
+
+      try await steps.next {
+        if case .adapterPowerCycled(adapter: "hci0", _) = $0 { true } else { false }
+      }
+      #expect(fake.calls("Set Powered").map(\.arguments) == [[.bool(false)], [.bool(true)]])
+      #expect(fake.calls("StartDiscovery").count == 3)
+      try await events.next(where: Self.isAdapter("hci0") { $0.resetting })
+      try await events.next(where: Self.isAdapter("hci0") { !$0.resetting && $0.powered })
+
+      try await fake.change(path, "org.bluez.Device1", ["RSSI": .int16(-50)])
+      try await steps.next { $0 == .recovered(adapter: "hci0") }
+      await fake.stop()
+    }
+  }
+}

@@ -1,0 +1,99 @@
+import DBus
+import Foundation
+import Glibc
+
+/// (Copied from DBusTests: test targets do not depend on each other.)
+/// A private `dbus-daemon` on a Unix socket in a temporary folder, started and stopped by a test.
+final class PrivateBus: Sendable {
+  static let daemonPath = "/usr/bin/dbus-daemon"
+  static let busctlPath = "/usr/bin/busctl"
+  static let gdbusPath = "/usr/bin/gdbus"
+
+  /// Whether `dbus-daemon` is installed (the D-Bus suites are disabled otherwise).
+  static let isAvailable = access(daemonPath, X_OK) == 0
+
+  /// The bus address, `unix:path=…`.
+  let address: String
+  /// The folder holding the socket and the configuration.
+  let folder: String
+  private let daemon: ChildProcess
+
+  private init(address: String, folder: String, daemon: ChildProcess) {
+    self.address = address
+    self.folder = folder
+    self.daemon = daemon
+  }
+
+  /// Starts a daemon with a permissive session-type configuration and waits until it listens.
+  ///
+  /// - Parameter existing: a folder to listen in again (the same address as an earlier bus
+  ///   there, for reconnection tests); nil for a fresh temporary folder.
+  /// - Returns: the running bus.
+  /// - Throws: ``HarnessError`` when the daemon does not start.
+  static func start(in existing: String? = nil) async throws -> PrivateBus {
+    let folder: String
+    if let existing {
+      mkdir(existing, 0o700)
+      folder = existing
+    } else {
+      var template = Array("/tmp/dbus-test-XXXXXX".utf8CString)
+      guard let created = mkdtemp(&template) else { throw HarnessError("mkdtemp failed") }
+      folder = String(cString: created)
+    }
+    let socket = folder + "/bus"
+    let config = """
+      <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+       "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+      <busconfig>
+        <type>session</type>
+        <listen>unix:path=\(socket)</listen>
+        <auth>EXTERNAL</auth>
+        <policy context="default">
+          <allow send_destination="*" eavesdrop="true"/>
+          <allow eavesdrop="true"/>
+          <allow own="*"/>
+        </policy>
+      </busconfig>
+      """
+    try config.write(toFile: folder + "/bus.conf", atomically: true, encoding: .utf8)
+    let daemon = try ChildProcess(
+      daemonPath,
+      ["--config-file=\(folder)/bus.conf", "--nofork", "--nopidfile", "--print-address=1"])
+    let deadline = ContinuousClock.now + .seconds(10)
+    while !daemon.output.contains("unix:") {
+      if daemon.exited() != nil || ContinuousClock.now > deadline {
+        let output = daemon.output
+        await daemon.terminate()
+        throw HarnessError("dbus-daemon did not start: \(output)")
+      }
+      try await Task.sleep(for: .milliseconds(5))
+    }
+    return PrivateBus(address: "unix:path=\(socket)", folder: folder, daemon: daemon)
+  }
+
+  /// Starts a bus, runs `body` with it and stops the bus whatever happens.
+  static func with<T>(_ body: (PrivateBus) async throws -> T) async throws -> T {
+    let bus = try await start()
+    do {
+      let result = try await body(bus)
+      await bus.stop()
+      return result
+    } catch {
+      await bus.stop()
+      throw error
+    }
+  }
+
+  /// A new connection to this bus.
+  func connect() async throws -> DBusConnection {
+    try await DBusConnection(address: address)
+  }
+
+  /// Stops the daemon (SIGTERM) and removes its folder.
+  func stop() async {
+    await daemon.terminate()
+    unlink(folder + "/bus")
+    unlink(folder + "/bus.conf")
+    rmdir(folder)
+  }
+}
