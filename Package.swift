@@ -59,7 +59,7 @@ let package = Package(
     .executableTarget(
       name: "gatt2mqtt",
       dependencies: [
-        "Gateway",
+        "Gateway", "BlueZ", "BridgeCore",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "Logging", package: "swift-log"),
       ],

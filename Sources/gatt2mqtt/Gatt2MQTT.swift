@@ -15,7 +15,7 @@ struct Gatt2MQTT: AsyncParsableCommand {
       order of increasing precedence. config/gatt2mqtt.example.yaml lists every key.
       """,
     version: GatewayVersion.current,
-    subcommands: [Run.self, CheckConfig.self],
+    subcommands: [Run.self, CheckConfig.self, Scan.self],
     defaultSubcommand: Run.self)
 }
 
