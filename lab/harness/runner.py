@@ -49,6 +49,7 @@ class Runner:
         self.btvirt: Proc | None = None
         self.bluetoothd: Proc | None = None
         self.launcher: Proc | None = None
+        self.air_s = 0.0
         self.bluez = BlueZ()
 
     def log(self, *parts) -> None:
@@ -64,6 +65,7 @@ class Runner:
 
     # -- bring-up -------------------------------------------------------------------------------
     async def bring_up(self) -> None:
+        t0 = time.monotonic()
         self.sh("modprobe", "bluetooth")
         self.sh("modprobe", "hci_vhci")
         # Under emulation bluetoothd reads its ATT socket 10-50x slower than on hardware, while
@@ -78,6 +80,7 @@ class Runner:
         if not Path("/run/dbus/system_bus_socket").exists():
             self.sh("dbus-daemon", "--system", "--fork")
         await self.start_air()
+        self.air_s = time.monotonic() - t0
         # After the air is up: the launcher's imports would starve btvirt, and the kernel gives
         # each controller set-up command only 2 s.
         await self.start_launcher()
@@ -341,8 +344,10 @@ async def main(results: Path) -> int:
         summary["bringup_s"] = round(bring_up, 1)
         summary["ready_uptime_s"] = round(uptime(), 1)
         btvirt_kind = cfg.get("btvirt_kind", "?")
-        say(f"lab: VM booted in {t_boot:.1f} s; bring-up {bring_up:.1f} s (dbus, btvirt [{btvirt_kind}] "
-            f"with {runner.controllers} kernel controller(s), bluetoothd {' '.join(sorted(await runner.bluez.adapters()))})")
+        say(f"lab: VM booted in {t_boot:.1f} s; bring-up {bring_up:.1f} s: D-Bus, btvirt [{btvirt_kind}] "
+            f"with {runner.controllers} kernel controller(s), bluetoothd "
+            f"{' '.join(p.rsplit('/', 1)[-1] for p in sorted(await runner.bluez.adapters()))} "
+            f"in {runner.air_s:.1f} s, then the launcher in {bring_up - runner.air_s:.1f} s")
     except Exception as e:  # noqa: BLE001
         runner.log("bring-up failed:", repr(e))
         say(f"lab: bring-up failed: {e}")
