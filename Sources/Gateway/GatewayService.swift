@@ -1,3 +1,4 @@
+import BlueZ
 public import BridgeCore
 import Foundation
 public import Logging
@@ -23,6 +24,7 @@ public final class GatewayService: Service, Sendable {
   private let router = BridgeRequestRouter()
   private let counters = Counters()
   private let discovery: DiscoveryService?
+  private let watchdogEvents: AsyncStream<ScannerWatchdogEvent>?
 
   /// Creates the gateway from a loaded configuration.
   /// - Parameters:
@@ -49,6 +51,8 @@ public final class GatewayService: Service, Sendable {
     } catch {
       throw GatewayError("MQTT settings: \(error.message)")
     }
+    // Subscribed now, before the central runs, so no watchdog step is missed.
+    watchdogEvents = (central as? BlueZCentral)?.watchdogEvents()
     if let central {
       discovery = DiscoveryService(
         central: central,
@@ -85,6 +89,9 @@ public final class GatewayService: Service, Sendable {
       group.addTask { await self.publishHealth() }
       if let discovery = self.discovery {
         group.addTask { await discovery.run() }
+      }
+      if let watchdogEvents = self.watchdogEvents {
+        group.addTask { await self.reportWatchdog(watchdogEvents) }
       }
       try? await gracefulShutdown()
       group.cancelAll()
@@ -147,6 +154,19 @@ public final class GatewayService: Service, Sendable {
         MQTTMessage(
           topic: replyTo, payload: payload, qos: .atLeastOnce,
           properties: MQTTPublishProperties(correlationData: message.properties.correlationData)))
+    }
+  }
+
+  private func reportWatchdog(_ events: AsyncStream<ScannerWatchdogEvent>) async {
+    for await event in events {
+      if Task.isCancelled { return }
+      let (type, data) = event.bridgeEvent
+      logger.warning(
+        "scanner watchdog: \(type)", metadata: ["ble.adapter": "\(event.adapter)"])
+      client.enqueue(
+        MQTTMessage(
+          topic: topics.bridgeEvent.rawValue, payload: BridgePayload.event(type: type, data: data),
+          qos: .atLeastOnce))
     }
   }
 
