@@ -66,7 +66,8 @@ let package = Package(
       swiftSettings: strict),
 
     .testTarget(name: "BridgeCoreTests", dependencies: ["BridgeCore"], swiftSettings: strict),
-    .testTarget(name: "DBusTests", dependencies: ["DBus"], swiftSettings: strict),
+    .testTarget(
+      name: "DBusTests", dependencies: ["DBus", "BusTestSupport"], swiftSettings: strict),
     .testTarget(
       name: "BlueZTests",
       dependencies: [
@@ -80,6 +81,10 @@ let package = Package(
       resources: [.copy("Fixtures")], swiftSettings: strict),
     .testTarget(
       name: "IntegrationTests", dependencies: ["gatt2mqtt", "Mosquitto", "TestSupport"],
+      swiftSettings: strict),
+    // Helpers for D-Bus tests: child processes and a private dbus-daemon.
+    .target(
+      name: "BusTestSupport", dependencies: ["DBus"], path: "Tests/BusTestSupport",
       swiftSettings: strict),
     // Helpers for tests: a real mosquitto broker on a free loopback port, processes, certificates.
     .target(

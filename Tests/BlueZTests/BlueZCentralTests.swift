@@ -1,5 +1,6 @@
 import BlueZ
 import BridgeCore
+import BusTestSupport
 import DBus
 import Logging
 import Testing

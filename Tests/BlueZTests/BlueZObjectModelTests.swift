@@ -1,4 +1,5 @@
 import BridgeCore
+import BusTestSupport
 import DBus
 import Testing
 

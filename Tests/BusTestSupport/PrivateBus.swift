@@ -1,21 +1,23 @@
-import DBus
-import Foundation
-import Glibc
+public import DBus
+public import Foundation
+public import Glibc
 
-/// (Copied from DBusTests: test targets do not depend on each other.)
 /// A private `dbus-daemon` on a Unix socket in a temporary folder, started and stopped by a test.
-final class PrivateBus: Sendable {
-  static let daemonPath = "/usr/bin/dbus-daemon"
-  static let busctlPath = "/usr/bin/busctl"
-  static let gdbusPath = "/usr/bin/gdbus"
+public final class PrivateBus: Sendable {
+  /// Where Debian installs dbus-daemon.
+  public static let daemonPath = "/usr/bin/dbus-daemon"
+  /// systemd's busctl, for introspection tests.
+  public static let busctlPath = "/usr/bin/busctl"
+  /// GLib's gdbus, for introspection tests.
+  public static let gdbusPath = "/usr/bin/gdbus"
 
   /// Whether `dbus-daemon` is installed (the D-Bus suites are disabled otherwise).
-  static let isAvailable = access(daemonPath, X_OK) == 0
+  public static let isAvailable = access(daemonPath, X_OK) == 0
 
   /// The bus address, `unix:path=…`.
-  let address: String
+  public let address: String
   /// The folder holding the socket and the configuration.
-  let folder: String
+  public let folder: String
   private let daemon: ChildProcess
 
   private init(address: String, folder: String, daemon: ChildProcess) {
@@ -30,7 +32,7 @@ final class PrivateBus: Sendable {
   ///   there, for reconnection tests); nil for a fresh temporary folder.
   /// - Returns: the running bus.
   /// - Throws: ``HarnessError`` when the daemon does not start.
-  static func start(in existing: String? = nil) async throws -> PrivateBus {
+  public static func start(in existing: String? = nil) async throws -> PrivateBus {
     let folder: String
     if let existing {
       mkdir(existing, 0o700)
@@ -72,7 +74,7 @@ final class PrivateBus: Sendable {
   }
 
   /// Starts a bus, runs `body` with it and stops the bus whatever happens.
-  static func with<T>(_ body: (PrivateBus) async throws -> T) async throws -> T {
+  public static func with<T>(_ body: (PrivateBus) async throws -> T) async throws -> T {
     let bus = try await start()
     do {
       let result = try await body(bus)
@@ -85,12 +87,12 @@ final class PrivateBus: Sendable {
   }
 
   /// A new connection to this bus.
-  func connect() async throws -> DBusConnection {
+  public func connect() async throws -> DBusConnection {
     try await DBusConnection(address: address)
   }
 
   /// Stops the daemon (SIGTERM) and removes its folder.
-  func stop() async {
+  public func stop() async {
     await daemon.terminate()
     unlink(folder + "/bus")
     unlink(folder + "/bus.conf")

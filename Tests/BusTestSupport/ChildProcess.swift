@@ -1,30 +1,34 @@
-import Foundation
+public import Foundation
 import Glibc
-import Synchronization
+public import Synchronization
 
 /// Serialises reading and changing the process environment between tests running in parallel
 /// (`setenv` while another thread reads `environ` is undefined behaviour).
-let environmentLock = Mutex(())
+public let environmentLock = Mutex(())
 
 /// A failure of the test harness itself (a tool that cannot start, a bus that does not come up).
-struct HarnessError: Error, CustomStringConvertible {
-  var description: String
-  init(_ description: String) { self.description = description }
+public struct HarnessError: Error, CustomStringConvertible {
+  /// What went wrong.
+  public var description: String
+  /// Creates the error.
+  public init(_ description: String) { self.description = description }
 }
 
 /// A child process started with `posix_spawn` (empty signal mask, default handlers, so it obeys
 /// SIGTERM although Swift concurrency threads block signals) and reaped with `waitpid`, polled
 /// from async code so no cooperative thread ever blocks.
-final class ChildProcess: @unchecked Sendable {
+public final class ChildProcess: @unchecked Sendable {
   // Safety: `status` is only touched by `exited()`/`wait(timeout:)`, which the owning test calls
   // from one task at a time.
 
-  let pid: pid_t
-  let outputPath: String
+  /// The child process id.
+  public let pid: pid_t
+  /// The file holding the child\'s stdout and stderr.
+  public let outputPath: String
   private var status: Int32?
 
   /// Starts `executable` with `arguments`; stdout and stderr go to a fresh temporary file.
-  init(_ executable: String, _ arguments: [String]) throws {
+  public init(_ executable: String, _ arguments: [String]) throws {
     outputPath = NSTemporaryDirectory() + "dbus-test-\(UUID().uuidString.prefix(8)).log"
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
@@ -68,7 +72,7 @@ final class ChildProcess: @unchecked Sendable {
 
   /// The raw wait status once the child has exited (reaping it), else nil.
   @discardableResult
-  func exited() -> Int32? {
+  public func exited() -> Int32? {
     if let status { return status }
     var s: Int32 = 0
     if waitpid(pid, &s, WNOHANG) == pid { status = s }
@@ -76,7 +80,7 @@ final class ChildProcess: @unchecked Sendable {
   }
 
   /// Waits up to `timeout` for the child to exit, sleeping between checks.
-  func wait(timeout: Duration) async -> Int32? {
+  public func wait(timeout: Duration) async -> Int32? {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
       if let status = exited() { return status }
@@ -86,7 +90,7 @@ final class ChildProcess: @unchecked Sendable {
   }
 
   /// Sends SIGTERM and waits for the exit (SIGKILL after 5 s).
-  func terminate() async {
+  public func terminate() async {
     guard exited() == nil else { return }
     kill(pid, SIGTERM)
     if await wait(timeout: .seconds(5)) == nil {
@@ -96,10 +100,12 @@ final class ChildProcess: @unchecked Sendable {
   }
 
   /// Everything the child wrote so far.
-  var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
+  public var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
 
   /// Runs a tool to completion (at most `timeout`) and returns its exit code and output.
-  static func run(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(20))
+  public static func run(
+    _ executable: String, _ arguments: [String], timeout: Duration = .seconds(20)
+  )
     async throws -> (status: Int32, output: String)
   {
     let child = try ChildProcess(executable, arguments)
