@@ -1,6 +1,6 @@
 public import DBus
-public import Foundation
-public import Glibc
+import Foundation
+import Glibc
 
 /// A private `dbus-daemon` on a Unix socket in a temporary folder, started and stopped by a test.
 public final class PrivateBus: Sendable {

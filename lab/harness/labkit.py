@@ -79,7 +79,8 @@ class Lab:
     # -- processes -----------------------------------------------------------------------------
     async def process(self, name: str, argv: list[str], env: dict | None = None,
                       stdin: bool = False, events: bool = False) -> Proc:
-        p = Proc(name, argv, self.dir / f"{name}.log", env=env, stdin=stdin, events=events)
+        p = Proc(name, argv, self.dir / f"{name}.log", env=env, stdin=stdin, events=events,
+                 cwd=self.dir)
         self._procs.append(p)
         await p.start()
         self.log("started", name, "pid", p.pid, " ".join(argv))

@@ -38,7 +38,7 @@ class Launched:
 
     @classmethod
     async def start(cls, launcher: str, argv: list[str], env: dict, stdin: bool, events: bool,
-                    log_fd: int) -> "Launched":
+                    log_fd: int, cwd: str) -> "Launched":
         loop = asyncio.get_running_loop()
         self = cls()
         theirs: list[int] = []
@@ -62,7 +62,7 @@ class Launched:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.connect(launcher)
-            socket.send_fds(sock, [json.dumps({"argv": argv, "env": env, "cwd": os.getcwd()}).encode()],
+            socket.send_fds(sock, [json.dumps({"argv": argv, "env": env, "cwd": cwd}).encode()],
                             theirs)
         finally:
             for fd in theirs:
@@ -103,7 +103,8 @@ class Proc:
     its socket (harness/launcher.py), else as a normal child."""
 
     def __init__(self, name: str, argv: list[str], log: Path, env: dict | None = None,
-                 stdin: bool = False, events: bool = False) -> None:
+                 stdin: bool = False, events: bool = False, cwd: Path | None = None) -> None:
+        self.cwd = str(cwd) if cwd else os.getcwd()
         self.name = name
         self.argv = argv
         self.log_path = log
@@ -127,7 +128,7 @@ class Proc:
                 and len(self.argv) > 2):
             try:
                 self.proc = await Launched.start(launcher, self.argv[2:], env, self.want_stdin,
-                                                 self.want_events, self._log.fileno())
+                                                 self.want_events, self._log.fileno(), self.cwd)
             except (OSError, ValueError, asyncio.TimeoutError) as e:
                 self._log.write(f"# launcher failed ({e!r}); starting normally\n".encode())
                 self.proc = None
@@ -145,6 +146,7 @@ class Proc:
             stdout=asyncio.subprocess.PIPE if self.want_events else self._log,
             stderr=self._log,
             env=env,
+            cwd=self.cwd,
             start_new_session=True,
         )
 

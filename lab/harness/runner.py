@@ -76,6 +76,10 @@ class Runner:
         # artefact of emulation.
         for key in ("rmem_default", "rmem_max"):
             Path(f"/proc/sys/net/core/{key}").write_text("8388608\n")
+        # bluetoothd's storage: writable as on a real system (the VM's root is the read-only
+        # host), empty at the start of every run.
+        Path("/var/lib/bluetooth").mkdir(parents=True, exist_ok=True)
+        self.sh("mount", "-t", "tmpfs", "-o", "mode=0700", "lab-bluetooth", "/var/lib/bluetooth")
         Path("/run/dbus").mkdir(parents=True, exist_ok=True)
         if not Path("/run/dbus/system_bus_socket").exists():
             self.sh("dbus-daemon", "--system", "--fork")
@@ -336,7 +340,8 @@ async def main(results: Path) -> int:
     runner = Runner(results, cfg)
     summary: dict = {"scenarios": [], "boot_s": round(uptime(), 1)}
     t_boot = uptime()
-    runner.log("guest up; config", cfg)
+    runner.log("guest up; config", cfg, "knobs",
+               {k: v for k, v in os.environ.items() if k in ("LAB_TIME_SCALE", "LAB_NO_LAUNCHER", "LAB_PEER_LOG")})
     try:
         t0 = time.monotonic()
         await runner.bring_up()
