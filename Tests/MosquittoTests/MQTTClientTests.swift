@@ -116,7 +116,7 @@ struct MQTTClientTests {
     let broker = try Broker()
     var config = configuration(broker, id: "queue-publisher")
     config.offlineQueueCapacity = 100
-    let publisher = try MQTTClient(configuration: config, logger: testLogger("q"))
+    let publisher = try MQTTClient(configuration: config, logger: quietLogger("q"))
     publisher.start()  // the broker is not running: everything waits offline
     for i in 0..<5000 {
       publisher.enqueue(MQTTMessage(topic: "q/\(i)", text: "\(i)", qos: .atLeastOnce))
@@ -143,7 +143,7 @@ struct MQTTClientTests {
     let broker = try Broker()
     var config = configuration(broker)
     config.offlineQueueCapacity = 1
-    let client = try MQTTClient(configuration: config, logger: testLogger("d"))
+    let client = try MQTTClient(configuration: config, logger: quietLogger("d"))
     client.start()
     let first = Task {
       try await client.publish(MQTTMessage(topic: "a", text: "1", qos: .atLeastOnce))
@@ -166,7 +166,7 @@ struct MQTTClientTests {
     var config = configuration(broker, version: version)
     config.username = "gw"
     config.password = "wrong"
-    let client = try MQTTClient(configuration: config, logger: testLogger("auth"))
+    let client = try MQTTClient(configuration: config, logger: quietLogger("auth"))
     let failures = Mutex<[MQTTError]>([])
     let watcher = Task {
       for await event in client.events {
@@ -250,14 +250,14 @@ struct MQTTClientTests {
     var config = MQTTClientConfiguration(clientID: "x")
     config.tls = MQTTClientConfiguration.TLS(caFile: "/nonexistent/ca.pem")
     #expect {
-      _ = try MQTTClient(configuration: config, logger: testLogger("x"))
+      _ = try MQTTClient(configuration: config, logger: quietLogger("x"))
     } throws: { error in
       (error as? MQTTError)?.code == .invalidConfiguration
         && "\(error)".contains("/nonexistent/ca.pem")
     }
     config.tls = MQTTClientConfiguration.TLS(certFile: "/etc/hostname")
     #expect(throws: MQTTError.self) {
-      _ = try MQTTClient(configuration: config, logger: testLogger("x"))
+      _ = try MQTTClient(configuration: config, logger: quietLogger("x"))
     }
   }
 

@@ -34,7 +34,7 @@ struct TLSTests {
     var config = configuration(broker)
     config.tls = MQTTClientConfiguration.TLS(
       caFile: other.caFile, certFile: pki.clientCertFile, keyFile: pki.clientKeyFile)
-    let client = try MQTTClient(configuration: config, logger: testLogger("tls"))
+    let client = try MQTTClient(configuration: config, logger: quietLogger("tls"))
     let failures = Mutex<[MQTTError]>([])
     let watcher = Task {
       for await event in client.events {
@@ -57,7 +57,7 @@ struct TLSTests {
     try broker.start()
     var config = configuration(broker)
     config.tls = MQTTClientConfiguration.TLS(caFile: pki.caFile)
-    let client = try MQTTClient(configuration: config, logger: testLogger("tls"))
+    let client = try MQTTClient(configuration: config, logger: quietLogger("tls"))
     client.start()
     #expect(await eventually(timeout: 3) { client.statistics.connectionFailures >= 2 })
     #expect(!client.statistics.connected)

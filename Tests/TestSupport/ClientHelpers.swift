@@ -4,7 +4,7 @@ public import Mosquitto
 import Synchronization
 
 /// A logger that stays quiet unless `GATT2MQTT_TEST_LOG` is set.
-public func testLogger(_ label: String) -> Logger {
+public func quietLogger(_ label: String) -> Logger {
   var logger = Logger(label: label)
   logger.logLevel =
     ProcessInfo.processInfo.environment["GATT2MQTT_TEST_LOG"] == nil ? .critical : .debug
@@ -48,7 +48,7 @@ public final class Collector: Sendable {
 
 /// Starts a client and waits for its first connection.
 public func connectedClient(_ configuration: MQTTClientConfiguration) async throws -> MQTTClient {
-  let client = try MQTTClient(configuration: configuration, logger: testLogger("test"))
+  let client = try MQTTClient(configuration: configuration, logger: quietLogger("test"))
   client.start()
   let ok = await eventually(timeout: 10) { client.statistics.connected }
   if !ok { throw TestFailure("client \(configuration.clientID) did not connect") }
