@@ -18,6 +18,10 @@ public final class DiscoveryService: Sendable {
   private let qos: MQTTQoS
   private let logger: Logger
   private let outputs: AsyncStream<[BridgeOutput]>
+  /// Discovery starts to try again (adapter → filter, when, attempts so far): bluetoothd answers
+  /// `InProgress` for a while after it (re)starts, and a refused start must not stop scanning
+  /// for good.
+  private let retries = Mutex<[String: (filter: DiscoveryFilter, at: Double, attempts: Int)]>([:])
   private let outputSink: AsyncStream<[BridgeOutput]>.Continuation
 
   /// Creates the service.
@@ -88,9 +92,26 @@ public final class DiscoveryService: Sendable {
   private func tick() async {
     while !Task.isCancelled {
       let now = Date().timeIntervalSince1970
-      let produced = bridge.withLock { $0.tick(now: now) }
+      var produced = bridge.withLock { $0.tick(now: now) }
+      produced += dueRetries(now: now)
       if !produced.isEmpty { outputSink.yield(produced) }
       try? await Task.sleep(for: .seconds(1))
+    }
+  }
+
+  /// The discovery starts whose retry time has come, for adapters that should still scan.
+  private func dueRetries(now: Double) -> [BridgeOutput] {
+    let due = retries.withLock { retries in
+      let ready = retries.filter { $0.value.at <= now }
+      for adapter in ready.keys { retries[adapter]?.at = .infinity }
+      return ready
+    }
+    return due.compactMap { adapter, retry in
+      guard bridge.withLock({ $0.adapters.shouldDiscover(adapter) }) else {
+        retries.withLock { $0[adapter] = nil }
+        return nil
+      }
+      return .startDiscovery(adapter: adapter, filter: retry.filter)
     }
   }
 
@@ -111,12 +132,24 @@ public final class DiscoveryService: Sendable {
     case .startDiscovery(let adapter, let filter):
       do {
         try await central.startDiscovery(adapter: adapter, filter: filter)
+        retries.withLock { $0[adapter] = nil }
         logger.info("discovery started", metadata: ["ble.adapter": "\(adapter)"])
       } catch {
+        let attempts = retries.withLock { retries in
+          let attempts = (retries[adapter]?.attempts ?? 0) + 1
+          // 1 s, 2 s, 4 s … up to 30 s between attempts.
+          let delay = min(30, Double(1 << min(attempts - 1, 5)))
+          retries[adapter] = (filter, Date().timeIntervalSince1970 + delay, attempts)
+          return attempts
+        }
         logger.error(
-          "discovery could not start: \(error)", metadata: ["ble.adapter": "\(adapter)"])
-        let produced = bridge.withLock { $0.discoveryFailed(adapter: adapter, error: error) }
-        for output in produced { await forward(output) }
+          "discovery could not start (attempt \(attempts)), retrying: \(error)",
+          metadata: ["ble.adapter": "\(adapter)"])
+        // Reported once per failure streak, not on every retry.
+        if attempts == 1 {
+          let produced = bridge.withLock { $0.discoveryFailed(adapter: adapter, error: error) }
+          for output in produced { await forward(output) }
+        }
       }
     case .stopDiscovery(let adapter):
       do {

@@ -1,3 +1,4 @@
+import BridgeCore
 import Testing
 
 @testable import Gateway
@@ -107,12 +108,17 @@ struct BluetoothConfigurationConsistencyTests {
       file: nil, environment: [:],
       arguments: [
         "--bluetooth.min_rssi", "-70", "--bluetooth.adapter", "hci1", "--bluetooth.max_devices",
-        "7",
+        "7", "--bluetooth.filter.uuids", "180f,0000feaa-0000-1000-8000-00805f9b34fb",
+        "--bluetooth.filter.name", "Thermo*", "--bluetooth.filter.deny", "aa:bb:cc:dd:ee:ff",
       ])
     let bridge = configuration.discoveryBridgeConfiguration
     #expect(bridge.filter.rssiFloor == -70)
     #expect(bridge.adapters == ["hci1"])
     #expect(bridge.registry.capacity == 7)
+    #expect(bridge.filter.serviceUUIDs.count == 2)
+    #expect(bridge.filter.serviceUUIDs.contains(try BluetoothUUID("feaa")))
+    #expect(bridge.filter.namePattern != nil)
+    #expect(bridge.filter.deny == [try BluetoothAddress("AA:BB:CC:DD:EE:FF")])
     #expect(bridge.scanOnStart)
   }
 }

@@ -14,7 +14,7 @@ struct ConfigurationDefaultsTests {
   static let commentedKeys: Set<String> = [
     "mqtt.client_id", "mqtt.username", "mqtt.password", "mqtt.tls.enabled", "mqtt.tls.ca_file",
     "mqtt.tls.cert_file", "mqtt.tls.key_file", "gateway.id", "bluetooth.adapter",
-    "bluetooth.min_rssi",
+    "bluetooth.min_rssi", "bluetooth.filter.name",
   ]
 
   @Test func noSourcesGiveTheDocumentedDefaults() async throws {
@@ -42,6 +42,11 @@ struct ConfigurationDefaultsTests {
     #expect(configuration.gateway.id == nil)
     #expect(configuration.gateway.healthInterval == 60)
     #expect(configuration.log.level == .info)
+    let bluetooth = configuration.bluetooth
+    #expect(bluetooth.filterUUIDs.isEmpty)
+    #expect(bluetooth.filterName == nil)
+    #expect(bluetooth.filterAllow.isEmpty)
+    #expect(bluetooth.filterDeny.isEmpty)
   }
 
   @Test func exampleFileLoadsToExactlyTheDefaults() async throws {
@@ -87,7 +92,11 @@ struct ConfigurationDefaultsTests {
 
   @Test func knownKeysListEveryKeyWithItsType() {
     let keys = ConfigurationLoader.knownKeys
-    #expect(keys.count == 36)
+    #expect(keys.count == 40)
+    #expect(keys["bluetooth.filter.uuids"] == .list(.serviceUUID))
+    #expect(keys["bluetooth.filter.name"] == .namePattern)
+    #expect(keys["bluetooth.filter.allow"] == .list(.bluetoothAddress))
+    #expect(keys["bluetooth.filter.deny"] == .list(.bluetoothAddress))
     #expect(keys["bluetooth.min_rssi"] == .integer(-127...20))
     #expect(keys["mqtt.port"] == .integer(1...65535))
     #expect(keys["mqtt.keepalive"] == .integer(5...65535))

@@ -251,7 +251,10 @@ enum ConfigurationFixture {
       radio: .none, adapter: "hci1", scanOnStart: false, minRSSI: -95,
       advertisementInterval: 30, advertisementMinInterval: 2, offlineAfter: 120,
       forgetAfter: 3600, maxDevices: 50,
-      presence: .init(enterRSSI: -70, leaveRSSI: -85, halfLife: 5, awayAfter: 60)))
+      presence: .init(enterRSSI: -70, leaveRSSI: -85, halfLife: 5, awayAfter: 60),
+      filterUUIDs: ["180f", "0x2a37", "0000feaa", "0000180d-0000-1000-8000-00805f9b34fb"],
+      filterName: "Thermo*", filterAllow: ["A4:C1:38:1E:29:DF", "11:22:33:44:55:66"],
+      filterDeny: ["AA:BB:CC:DD:EE:FF"]))
 
   /// The values of `everyKey` as text, by key path.
   static let everyKeyText: [String: String] = [
@@ -265,7 +268,11 @@ enum ConfigurationFixture {
     "mqtt.offline_queue.max_messages": "500", "mqtt.offline_queue.policy": "drop_newest",
     "gateway.id": "kitchen-1", "gateway.health_interval": "15", "log.level": "debug",
     "bluetooth.radio": "none", "bluetooth.adapter": "hci1", "bluetooth.scan_on_start": "false",
-    "bluetooth.min_rssi": "-95", "bluetooth.advertisement_interval": "30",
+    "bluetooth.min_rssi": "-95",
+    "bluetooth.filter.uuids": "180f,0x2a37,0000feaa,0000180d-0000-1000-8000-00805f9b34fb",
+    "bluetooth.filter.name": "Thermo*",
+    "bluetooth.filter.allow": "A4:C1:38:1E:29:DF,11:22:33:44:55:66",
+    "bluetooth.filter.deny": "AA:BB:CC:DD:EE:FF", "bluetooth.advertisement_interval": "30",
     "bluetooth.advertisement_min_interval": "2", "bluetooth.offline_after": "120",
     "bluetooth.forget_after": "3600", "bluetooth.max_devices": "50",
     "bluetooth.presence.enter_rssi": "-70", "bluetooth.presence.leave_rssi": "-85",

@@ -38,10 +38,50 @@ struct ConfigurationLayer: Sendable {
   mutating func set(_ key: ConfigurationKey, text: String, line: Int?, spelling: String)
     throws(ConfigurationError)
   {
+    if case .list = key.type {
+      let items = ConfigurationLoader.KeyType.listItems(text).map { (text: $0, line: line) }
+      try set(key, items: items, line: line, spelling: spelling)
+      return
+    }
     guard let content = key.type.parse(text) else {
       throw invalidValue(key, text: text, line: line, spelling: spelling)
     }
     set(key, to: content, line: line, spelling: spelling)
+  }
+
+  /// Checks and normalises the items of a list key and records them.
+  ///
+  /// - Parameters:
+  ///   - key: A key of type ``ConfigurationLoader/KeyType/list(_:)``.
+  ///   - items: The items as written, each with its line in the file if known.
+  ///   - line: The line of the key in the file, if the source is a file.
+  ///   - spelling: How the key was written.
+  /// - Throws: ``ConfigurationError`` naming the key, this source and the first item that is
+  ///   empty or does not fit.
+  mutating func set(
+    _ key: ConfigurationKey, items: [(text: String, line: Int?)], line: Int?, spelling: String
+  ) throws(ConfigurationError) {
+    guard case .list(let kind) = key.type else {
+      preconditionFailure("\(key.path) is not a list key")
+    }
+    var values: [String] = []
+    for item in items {
+      let text = ConfigurationLoader.KeyType.trimmed(item.text)
+      let problem: String
+      if text.isEmpty {
+        problem = "empty item in the list (items are separated by commas)"
+      } else if let value = kind.normalize(text) {
+        values.append(value)
+        continue
+      } else {
+        let shown = key.isSecret ? "an item" : "\"\(Self.abbreviated(text))\""
+        problem = "\(shown) is not \(kind)"
+      }
+      let from = spelling != key.path ? " (from \(spelling))" : ""
+      throw ConfigurationError(
+        key: key.path, source: source, line: item.line ?? line, message: problem + from)
+    }
+    set(key, to: .stringArray(values), line: line, spelling: spelling)
   }
 
   /// The error for a value that does not fit `key`: "expected …, got "…"".

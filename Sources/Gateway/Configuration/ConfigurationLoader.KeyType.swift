@@ -25,6 +25,102 @@ extension ConfigurationLoader {
     case boolean
     /// One of the listed words, in any letter case.
     case choice([String])
+    /// A list of items, each checked and normalised (``ListItem``): a YAML sequence, or text
+    /// with the items separated by commas (whitespace around items ignored). An empty item is
+    /// an error; text that is empty or only whitespace is the empty list.
+    case list(ListItem)
+    /// A device-name pattern: 1 to 248 characters, `*` for any run of characters, `?` for one
+    /// (exactly the patterns BridgeCore's `NamePattern` accepts).
+    case namePattern
+
+    /// What one item of a ``list(_:)`` key is.
+    public enum ListItem: Sendable, Hashable, CustomStringConvertible {
+      /// A service UUID: 4 or 8 hex digits (optionally after `0x`), 32 hex digits, or the
+      /// dashed 8-4-4-4-12 form; kept in lower case as written (`0x180F` becomes `0x180f`).
+      case serviceUUID
+      /// A Bluetooth address: 12 hex digits, optionally in pairs separated by one `:` or `-`
+      /// throughout; kept as `AA:BB:CC:DD:EE:FF`.
+      case bluetoothAddress
+
+      /// One item, for messages: "a Bluetooth address".
+      public var description: String {
+        switch self {
+        case .serviceUUID: "a Bluetooth service UUID"
+        case .bluetoothAddress: "a Bluetooth address"
+        }
+      }
+
+      /// Several items, for messages: "Bluetooth addresses".
+      var plural: String {
+        switch self {
+        case .serviceUUID:
+          "Bluetooth service UUIDs (180f, 0x180F, 8 hex digits, or 128-bit with dashes)"
+        case .bluetoothAddress: "Bluetooth addresses (AA:BB:CC:DD:EE:FF)"
+        }
+      }
+
+      /// The normalised form of `item`, or `nil` if it is not one.
+      func normalize(_ item: String) -> String? {
+        switch self {
+        case .serviceUUID: Self.serviceUUID(item)
+        case .bluetoothAddress: Self.bluetoothAddress(item)
+        }
+      }
+
+      private static func isHex(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar {
+        case "0"..."9", "a"..."f", "A"..."F": true
+        default: false
+        }
+      }
+
+      private static func serviceUUID(_ item: String) -> String? {
+        let scalars = Array(item.unicodeScalars)
+        let prefixed =
+          [6, 10].contains(scalars.count) && scalars[0] == "0"
+          && (scalars[1] == "x" || scalars[1] == "X")
+        let digits = Array(scalars.dropFirst(prefixed ? 2 : 0))
+        let valid: Bool
+        switch digits.count {
+        case 4, 8, 32:
+          valid = digits.allSatisfy(isHex)
+        case 36:
+          valid = digits.indices.allSatisfy { index in
+            [8, 13, 18, 23].contains(index) ? digits[index] == "-" : isHex(digits[index])
+          }
+        default:
+          valid = false
+        }
+        return valid ? item.lowercased() : nil
+      }
+
+      private static func bluetoothAddress(_ item: String) -> String? {
+        let scalars = Array(item.unicodeScalars)
+        var digits: [Unicode.Scalar] = []
+        switch scalars.count {
+        case 12:
+          digits = scalars
+        case 17:
+          let separator = scalars[2]
+          guard separator == ":" || separator == "-" else { return nil }
+          for (index, scalar) in scalars.enumerated() {
+            if index % 3 == 2 {
+              guard scalar == separator else { return nil }
+            } else {
+              digits.append(scalar)
+            }
+          }
+        default:
+          return nil
+        }
+        guard digits.allSatisfy(isHex) else { return nil }
+        let text = String(String.UnicodeScalarView(digits)).uppercased()
+        return stride(from: 0, to: 12, by: 2).map { offset in
+          let start = text.index(text.startIndex, offsetBy: offset)
+          return String(text[start..<text.index(start, offsetBy: 2)])
+        }.joined(separator: ":")
+      }
+    }
 
     /// What the key expects, for messages: "an integer in 1...65535".
     public var description: String {
@@ -44,7 +140,32 @@ extension ConfigurationLoader {
       case .boolean: "true or false"
       case .choice(let words):
         "one of " + words.map { "\"\($0)\"" }.joined(separator: ", ")
+      case .list(let item):
+        "a list of \(item.plural), as a sequence or separated by commas"
+      case .namePattern:
+        "a name pattern of 1 to \(Self.maximumNamePatternLength) characters "
+          + "('*' any characters, '?' one)"
       }
+    }
+
+    /// The most characters of a ``namePattern`` (BridgeCore's `NamePattern.maximumLength`).
+    static let maximumNamePatternLength = 248
+
+    /// The items of a list written as text: split at commas, whitespace around each removed.
+    ///
+    /// Text that is empty or only whitespace has no items; otherwise every comma separates two
+    /// items, so `a,,b` and `a,` hold an empty item.
+    static func listItems(_ text: String) -> [String] {
+      guard text.contains(where: { !$0.isWhitespace }) else { return [] }
+      return text.split(separator: ",", omittingEmptySubsequences: false).map(trimmed)
+    }
+
+    /// `text` without whitespace at either end.
+    static func trimmed(_ text: some StringProtocol) -> String {
+      var slice = Substring(text)
+      while slice.first?.isWhitespace == true { slice.removeFirst() }
+      while slice.last?.isWhitespace == true { slice.removeLast() }
+      return String(slice)
     }
 
     /// Converts `text` to the typed content stored for the key, or `nil` if it does not fit.
@@ -79,6 +200,16 @@ extension ConfigurationLoader {
         }
       case .choice(let words):
         return words.first { $0.lowercased() == text.lowercased() }.map(ConfigContent.string)
+      case .list(let item):
+        var values: [String] = []
+        for text in Self.listItems(text) {
+          guard let value = item.normalize(text) else { return nil }
+          values.append(value)
+        }
+        return .stringArray(values)
+      case .namePattern:
+        let length = text.lowercased().count
+        return length >= 1 && length <= Self.maximumNamePatternLength ? .string(text) : nil
       }
     }
 
@@ -89,6 +220,7 @@ extension ConfigurationLoader {
       case .int(let value): String(value)
       case .double(let value): format(value)
       case .bool(let value): value ? "true" : "false"
+      case .stringArray(let values): values.joined(separator: ",")
       default: "\(content)"
       }
     }

@@ -14,6 +14,11 @@ import Configuration
 /// - environment: `GATT2MQTT_MQTT_TLS_CA_FILE=/etc/ssl/ca.pem`
 /// - command line: `--mqtt.tls.ca-file /etc/ssl/ca.pem`, `--mqtt-tls-ca-file=/etc/ssl/ca.pem`
 ///
+/// A list key (``KeyType/list(_:)``, such as `bluetooth.filter.uuids`) takes a YAML sequence
+/// or a comma-separated string in the file, and a comma-separated string in the environment
+/// and on the command line. A higher source's list replaces a lower one's whole; lists are
+/// never merged.
+///
 /// After merging, the loader checks the keys that depend on each other:
 /// - `mqtt.tls.cert_file` and `mqtt.tls.key_file` are set together or not at all;
 /// - when `mqtt.tls.enabled` is not set anywhere, TLS is on if `ca_file`, `cert_file` or
@@ -114,6 +119,11 @@ public enum ConfigurationLoader {
     result.bluetooth.adapter = bluetooth.string(forKey: "adapter")
     result.bluetooth.scanOnStart = bluetooth.bool(forKey: "scan_on_start", default: b.scanOnStart)
     result.bluetooth.minRSSI = bluetooth.int(forKey: "min_rssi")
+    let filter = bluetooth.scoped(to: "filter")
+    result.bluetooth.filterUUIDs = filter.stringArray(forKey: "uuids", default: b.filterUUIDs)
+    result.bluetooth.filterName = filter.string(forKey: "name")
+    result.bluetooth.filterAllow = filter.stringArray(forKey: "allow", default: b.filterAllow)
+    result.bluetooth.filterDeny = filter.stringArray(forKey: "deny", default: b.filterDeny)
     result.bluetooth.advertisementInterval = bluetooth.double(
       forKey: "advertisement_interval", default: b.advertisementInterval)
     result.bluetooth.advertisementMinInterval = bluetooth.double(

@@ -5,8 +5,9 @@ extension GatewayConfiguration: CustomStringConvertible, CustomDebugStringConver
   /// Every key with its value in this configuration, secrets redacted.
   ///
   /// The keys are the dotted paths of ``ConfigurationLoader/keyPaths``, in that order. Values
-  /// are written as in the configuration file (`1883`, `true`, `3.1.1`, `drop_oldest`); an
-  /// unset optional key has the value `nil`; a set password is ``redacted``. Suitable for logs
+  /// are written as in the configuration file (`1883`, `true`, `3.1.1`, `drop_oldest`), lists
+  /// comma-separated (`180f,180d`, the empty string for an empty list); an unset optional key
+  /// has the value `nil`; a set password is ``redacted``. Suitable for logs
   /// and the bridge `info` topic.
   ///
   /// - Returns: One `(key, value)` pair per configuration key.
@@ -39,6 +40,10 @@ extension GatewayConfiguration: CustomStringConvertible, CustomDebugStringConver
       "bluetooth.adapter": bluetooth.adapter,
       "bluetooth.scan_on_start": String(bluetooth.scanOnStart),
       "bluetooth.min_rssi": bluetooth.minRSSI.map { String($0) },
+      "bluetooth.filter.uuids": bluetooth.filterUUIDs.joined(separator: ","),
+      "bluetooth.filter.name": bluetooth.filterName,
+      "bluetooth.filter.allow": bluetooth.filterAllow.joined(separator: ","),
+      "bluetooth.filter.deny": bluetooth.filterDeny.joined(separator: ","),
       "bluetooth.advertisement_interval": format(bluetooth.advertisementInterval),
       "bluetooth.advertisement_min_interval": format(bluetooth.advertisementMinInterval),
       "bluetooth.offline_after": format(bluetooth.offlineAfter),

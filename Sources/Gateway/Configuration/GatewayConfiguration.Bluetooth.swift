@@ -20,6 +20,19 @@ extension GatewayConfiguration {
     public var scanOnStart: Bool
     /// Ignore advertisements weaker than this, in dBm (`bluetooth.min_rssi`); `nil`: no floor.
     public var minRSSI: Int?
+    /// Service UUIDs, one of which an advertisement must carry to be published
+    /// (`bluetooth.filter.uuids`); empty: no condition. Lower case, in the form written
+    /// (`180f`, `0x180f`, `0000180f`, or 128-bit with or without dashes). Default empty.
+    public var filterUUIDs: [String]
+    /// The pattern a device's name must match, `*` any characters and `?` one, ignoring case
+    /// (`bluetooth.filter.name`); `nil`: no condition.
+    public var filterName: String?
+    /// The only addresses published (`bluetooth.filter.allow`), as `AA:BB:CC:DD:EE:FF`;
+    /// empty: no condition. Default empty.
+    public var filterAllow: [String]
+    /// Addresses never published (`bluetooth.filter.deny`), as `AA:BB:CC:DD:EE:FF`; wins over
+    /// ``filterAllow``. Default empty.
+    public var filterDeny: [String]
     /// Re-publish an unchanged advertisement after this many seconds
     /// (`bluetooth.advertisement_interval`). Default 10.
     public var advertisementInterval: Double
@@ -64,7 +77,9 @@ extension GatewayConfiguration {
       radio: Radio = .auto, adapter: String? = nil, scanOnStart: Bool = true,
       minRSSI: Int? = nil, advertisementInterval: Double = 10,
       advertisementMinInterval: Double = 1, offlineAfter: Double = 90,
-      forgetAfter: Double = 900, maxDevices: Int = 1000, presence: Presence = Presence()
+      forgetAfter: Double = 900, maxDevices: Int = 1000, presence: Presence = Presence(),
+      filterUUIDs: [String] = [], filterName: String? = nil, filterAllow: [String] = [],
+      filterDeny: [String] = []
     ) {
       self.radio = radio
       self.adapter = adapter
@@ -76,6 +91,10 @@ extension GatewayConfiguration {
       self.forgetAfter = forgetAfter
       self.maxDevices = maxDevices
       self.presence = presence
+      self.filterUUIDs = filterUUIDs
+      self.filterName = filterName
+      self.filterAllow = filterAllow
+      self.filterDeny = filterDeny
     }
   }
 }

@@ -7,8 +7,9 @@ import Yams
 /// suggestion), values of the wrong type or out of range, and `null` for keys that need a
 /// value, each with the dotted key path and the line. Values are judged by their text, so a
 /// quoted number is accepted for an integer key. `null` (or an empty value) leaves an optional
-/// key unset, and an empty section (`tls:` with nothing under it) is allowed. An empty file, or
-/// one with only comments, sets nothing.
+/// key unset, and an empty section (`tls:` with nothing under it) is allowed. A list key takes a
+/// sequence of scalars (`uuids: [180f, 180d]`, or one item per `-` line) or a comma-separated
+/// string (`uuids: 180f, 180d`). An empty file, or one with only comments, sets nothing.
 enum YAMLConfigurationParser {
   /// Reads and checks the file at `path`.
   ///
@@ -84,6 +85,9 @@ enum YAMLConfigurationParser {
           }
         case .scalar(let scalar):
           try layer.set(key, text: scalar.string, line: line, spelling: path)
+        case .sequence(let sequence) where isList(key):
+          try layer.set(
+            key, items: items(of: sequence, key, layer.source), line: line, spelling: path)
         default:
           throw ConfigurationError(
             key: path, source: layer.source, line: line,
@@ -111,6 +115,27 @@ enum YAMLConfigurationParser {
         throw unknownKey(path, source: layer.source, line: line)
       }
     }
+  }
+
+  private static func isList(_ key: ConfigurationKey) -> Bool {
+    if case .list = key.type { return true }
+    return false
+  }
+
+  /// The items of a sequence given for a list key: each a scalar, `null` an empty item.
+  private static func items(
+    of sequence: Node.Sequence, _ key: ConfigurationKey, _ source: String
+  ) throws(ConfigurationError) -> [(text: String, line: Int?)] {
+    var items: [(text: String, line: Int?)] = []
+    for node in sequence {
+      guard case .scalar(let scalar) = node else {
+        throw ConfigurationError(
+          key: key.path, source: source, line: node.mark?.line,
+          message: "expected \(key.type), got a list holding \(describe(node))")
+      }
+      items.append((isNull(scalar) ? "" : scalar.string, node.mark?.line))
+    }
+    return items
   }
 
   private static func unknownKey(_ path: String, source: String, line: Int?)
