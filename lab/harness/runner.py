@@ -289,7 +289,17 @@ class Runner:
             if broker:
                 await broker.stop()
             problem = await self.healthy()
-            if problem:
+            if problem and info.get("DISRUPTS_AIR"):
+                # The scenario restarts daemons on purpose (e.g. bluetoothd): bring the lab's
+                # own air back for the next scenario without blaming this one.
+                self.log("after", name, "(DISRUPTS_AIR):", problem, "- restarting the air")
+                try:
+                    await self.stop_air()
+                    await self.start_air()
+                except Exception as e:  # noqa: BLE001
+                    self.log("air restart failed:", e)
+                    result = {"status": "failed", "message": f"lab: air restart failed: {e}"}
+            elif problem:
                 self.log("unhealthy after", name, ":", problem, "- restarting the air")
                 if result["status"] == "passed" or not result["message"]:
                     result = {"status": "failed", "message": f"lab: {problem} during the scenario"}
