@@ -88,7 +88,7 @@ let package = Package(
       swiftSettings: strict),
     // Helpers for tests: a real mosquitto broker on a free loopback port, processes, certificates.
     .target(
-      name: "TestSupport", dependencies: ["Mosquitto"], path: "Tests/TestSupport",
+      name: "TestSupport", dependencies: ["Mosquitto", "BusTestSupport"], path: "Tests/TestSupport",
       swiftSettings: strict),
   ]
 )

@@ -30,35 +30,8 @@ public final class ChildProcess: @unchecked Sendable {
   /// Starts `executable` with `arguments`; stdout and stderr go to a fresh temporary file.
   public init(_ executable: String, _ arguments: [String]) throws {
     outputPath = NSTemporaryDirectory() + "dbus-test-\(UUID().uuidString.prefix(8)).log"
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-    posix_spawn_file_actions_adddup2(&actions, 1, 2)
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-    defer { for pointer in argv { free(pointer) } }
     let environment = environmentLock.withLock { _ in ProcessInfo.processInfo.environment }
-    let env = environment.map { strdup("\($0)=\($1)") } + [nil]
-    defer { for pointer in env { free(pointer) } }
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    var empty = sigset_t()
-    sigemptyset(&empty)
-    posix_spawnattr_setsigmask(&attributes, &empty)
-    var defaults = sigset_t()
-    sigfillset(&defaults)
-    sigdelset(&defaults, SIGKILL)
-    sigdelset(&defaults, SIGSTOP)
-    posix_spawnattr_setsigdefault(&attributes, &defaults)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-    var child: pid_t = 0
-    let rc = posix_spawn(&child, executable, &actions, &attributes, argv, env)
-    guard rc == 0 else {
-      throw HarnessError("cannot start \(executable): \(String(cString: strerror(rc)))")
-    }
-    pid = child
+    pid = try spawnChild(executable, arguments, outputPath: outputPath, environment: environment)
   }
 
   deinit {
@@ -116,4 +89,42 @@ public final class ChildProcess: @unchecked Sendable {
     let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
     return (code, child.output)
   }
+}
+
+/// Starts `executable` with `posix_spawn`: stdin from /dev/null, stdout and stderr appended to
+/// `outputPath`, an empty signal mask and default handlers (threads of Swift concurrency block
+/// signals; a child inheriting that mask would ignore SIGTERM).
+/// - Returns: the child's pid; reap it with `waitpid`.
+/// - Throws: ``HarnessError`` when the program cannot be started.
+public func spawnChild(
+  _ executable: String, _ arguments: [String], outputPath: String, environment: [String: String]
+) throws -> pid_t {
+  var actions = posix_spawn_file_actions_t()
+  posix_spawn_file_actions_init(&actions)
+  defer { posix_spawn_file_actions_destroy(&actions) }
+  posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+  posix_spawn_file_actions_adddup2(&actions, 1, 2)
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+  let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+  defer { for pointer in argv { free(pointer) } }
+  let env = environment.map { strdup("\($0)=\($1)") } + [nil]
+  defer { for pointer in env { free(pointer) } }
+  var attributes = posix_spawnattr_t()
+  posix_spawnattr_init(&attributes)
+  defer { posix_spawnattr_destroy(&attributes) }
+  var empty = sigset_t()
+  sigemptyset(&empty)
+  posix_spawnattr_setsigmask(&attributes, &empty)
+  var defaults = sigset_t()
+  sigfillset(&defaults)
+  sigdelset(&defaults, SIGKILL)
+  sigdelset(&defaults, SIGSTOP)
+  posix_spawnattr_setsigdefault(&attributes, &defaults)
+  posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+  var child: pid_t = 0
+  let rc = posix_spawn(&child, executable, &actions, &attributes, argv, env)
+  guard rc == 0 else {
+    throw HarnessError("cannot start \(executable): \(String(cString: strerror(rc)))")
+  }
+  return child
 }

@@ -116,9 +116,11 @@ struct BluetoothConfigurationConsistencyTests {
     #expect(bridge.adapters == ["hci1"])
     #expect(bridge.registry.capacity == 7)
     #expect(bridge.filter.serviceUUIDs.count == 2)
-    #expect(bridge.filter.serviceUUIDs.contains(try BluetoothUUID("feaa")))
+    let feaa = try BluetoothUUID("feaa")
+    let denied = try BluetoothAddress("AA:BB:CC:DD:EE:FF")
+    #expect(bridge.filter.serviceUUIDs.contains(feaa))
     #expect(bridge.filter.namePattern != nil)
-    #expect(bridge.filter.deny == [try BluetoothAddress("AA:BB:CC:DD:EE:FF")])
+    #expect(bridge.filter.deny == [denied])
     #expect(bridge.scanOnStart)
   }
 }

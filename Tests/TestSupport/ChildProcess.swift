@@ -1,3 +1,4 @@
+import BusTestSupport
 public import Foundation
 import Glibc
 
@@ -17,39 +18,14 @@ public final class ChildProcess: @unchecked Sendable {
     _ executable: String, _ arguments: [String], outputPath: String? = nil,
     environment: [String: String]? = nil
   ) throws {
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
     let target = outputPath ?? "/dev/null"
-    posix_spawn_file_actions_addopen(&actions, 1, target, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-    posix_spawn_file_actions_adddup2(&actions, 1, 2)
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-    defer { for pointer in argv { free(pointer) } }
-    let env =
-      (environment ?? ProcessInfo.processInfo.environment).map { strdup("\($0)=\($1)") }
-      + [nil]
-    defer { for pointer in env { free(pointer) } }
-    // Threads of Swift concurrency block signals; a child would inherit that mask and ignore
-    // SIGTERM. Start it with an empty mask and default handlers.
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    var empty = sigset_t()
-    sigemptyset(&empty)
-    posix_spawnattr_setsigmask(&attributes, &empty)
-    var defaults = sigset_t()
-    sigfillset(&defaults)
-    sigdelset(&defaults, SIGKILL)
-    sigdelset(&defaults, SIGSTOP)
-    posix_spawnattr_setsigdefault(&attributes, &defaults)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-    var child: pid_t = 0
-    let rc = posix_spawn(&child, executable, &actions, &attributes, argv, env)
-    guard rc == 0 else {
-      throw TestFailure("cannot start \(executable): \(String(cString: strerror(rc)))")
+    do {
+      pid = try spawnChild(
+        executable, arguments, outputPath: target,
+        environment: environment ?? ProcessInfo.processInfo.environment)
+    } catch {
+      throw TestFailure("\(error)")
     }
-    pid = child
   }
 
   /// Whether the child has not exited yet (reaps it if it has).
