@@ -12,6 +12,18 @@ public struct CentralError: Error, Sendable, Hashable, CustomStringConvertible {
     case inProgress = "in_progress"
     /// No answer in time.
     case timeout
+    /// The device is not connected.
+    case notConnected = "not_connected"
+    /// The stack does not know the device (it was never seen, or was removed).
+    case notFound = "not_found"
+    /// The device has no such characteristic.
+    case unknownCharacteristic = "unknown_characteristic"
+    /// The device or the stack refused the operation (flags, authorisation, encryption).
+    case notPermitted = "not_permitted"
+    /// The controller has no free connection slot.
+    case outOfSlots = "out_of_slots"
+    /// The connection attempt was aborted (by the stack, the controller or the device).
+    case aborted
     /// Any other error reported by the stack; ``CentralError/detail`` holds its name.
     case bluezError = "bluez_error"
   }

@@ -21,4 +21,12 @@ public enum CentralEvent: Sendable, Hashable {
   /// The RSSI of a connected device, read from the connection on request (a connected device
   /// usually stops advertising; the field notes: it must be asked for each time).
   case connectionRSSI(BluetoothAddress, rssi: Int)
+  /// The GATT tree of a connected device is known (BlueZ `ServicesResolved`); sent again when
+  /// the services change.
+  case servicesResolved(BluetoothAddress, GATTTree)
+  /// A characteristic notified (or indicated) a value, in arrival order.
+  case notification(GATTCharacteristicID, [UInt8])
+  /// Notifications of a characteristic were turned on or off (by us, or by the stack when the
+  /// link went down).
+  case notifyingChanged(GATTCharacteristicID, Bool)
 }

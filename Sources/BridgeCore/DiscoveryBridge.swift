@@ -130,7 +130,7 @@ public struct DiscoveryBridge: Sendable {
     case .stackLost: return adapters.stackLost()
     case .deviceAppeared(let advertisement), .deviceUpdated(let advertisement):
       return observe(advertisement, now: now)
-    case .deviceRemoved: return []
+    case .deviceRemoved, .servicesResolved, .notification, .notifyingChanged: return []
     case .connectionChanged(let address, let connected):
       guard
         registry.setConnection(address, connected ? .connected : .disconnected, now: now) != nil
