@@ -71,7 +71,8 @@ let package = Package(
     .testTarget(
       name: "BlueZTests",
       dependencies: [
-        "BlueZ", "DBus", "BridgeCore", .product(name: "Logging", package: "swift-log"),
+        "BlueZ", "DBus", "BridgeCore", "BusTestSupport",
+        .product(name: "Logging", package: "swift-log"),
       ],
       swiftSettings: strict),
     .testTarget(

@@ -2,9 +2,9 @@ public import BridgeCore
 import DBus
 public import Logging
 
-/// The ``BLECentral`` port over BlueZ's D-Bus API: an incremental mirror of BlueZ's objects,
-/// LE discovery, recovery after bluetoothd restarts and lost bus connections, and a scanner
-/// watchdog.
+/// The ``BLECentral`` and ``GATTCentral`` ports over BlueZ's D-Bus API: an incremental mirror of
+/// BlueZ's objects (remote GATT objects included), LE discovery, connections and GATT operations,
+/// recovery after bluetoothd restarts and lost bus connections, and a scanner watchdog.
 ///
 /// Run it as a long-running service (``run()``, e.g. as a swift-service-lifecycle `Service`):
 /// it connects to the system bus, subscribes to BlueZ's signals and `NameOwnerChanged` of
@@ -33,6 +33,8 @@ public actor BlueZCentral: BLECentral {
     public var devices = 0
     /// Devices forgotten to keep the model bounded.
     public var evictedDevices = 0
+    /// Remote GATT services, characteristics and descriptors in the model now.
+    public var gattObjects = 0
     /// Malformed objects or signals ignored.
     public var malformed = 0
     /// Events dropped because a subscriber fell behind.
@@ -129,6 +131,7 @@ public actor BlueZCentral: BLECentral {
     result.adapters = model.adapters.count
     result.devices = model.devices.count
     result.evictedDevices = model.evicted
+    result.gattObjects = model.gatt.count
     result.malformed = model.malformed
     result.droppedEvents = hub.dropped
     result.synced = synced

@@ -18,10 +18,14 @@ public struct BridgeRequestRouter: Sendable {
   ///   - scan: carries out a valid `scan` command (``DiscoveryBridge/apply(_:)``); the router
   ///     sets the transaction. `nil` (no Bluetooth role yet) answers valid commands with
   ///     `not_supported`; invalid ones get `invalid_payload` either way.
+  ///   - device: carries out `device/connect` (`true`) and `device/disconnect` (`false`) with
+  ///     the request's object (``GATTBridge/deviceRequest(connect:body:now:)``); the router sets
+  ///     the transaction. `nil` answers them with `not_supported`.
   /// - Returns: the response to publish; never fails, bad input gets an error response.
   public func respond(
     verb: String, payload: [UInt8], health: () -> HealthReport,
-    scan: ((ScanCommand) -> BridgeResponse)? = nil
+    scan: ((ScanCommand) -> BridgeResponse)? = nil,
+    device: ((Bool, JSONObject) -> BridgeResponse)? = nil
   ) -> BridgeResponse {
     let request: BridgeRequest
     do {
@@ -46,6 +50,11 @@ public struct BridgeRequestRouter: Sendable {
       }
       guard let scan else { return notSupported(verb, transaction: request.transaction) }
       var response = scan(command)
+      response.transaction = request.transaction
+      return response
+    case "device/connect", "device/disconnect":
+      guard let device else { return notSupported(verb, transaction: request.transaction) }
+      var response = device(verb == "device/connect", request.body)
       response.transaction = request.transaction
       return response
     case _ where Self.bluetoothVerbs.contains(verb):

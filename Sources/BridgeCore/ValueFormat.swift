@@ -10,25 +10,51 @@ public enum ValueFormat: String, CaseIterable, Sendable {
   case raw
   /// `{"hex":"0a1b","ts":1700000000000,"gw":"pi"}`.
   case json
+  /// Known Bluetooth SIG characteristics as typed JSON members (see ``SIGValueDecoder``) followed
+  /// by the members of ``json``: `{"battery_level":87,"hex":"57","ts":1700000000000,"gw":"pi"}`.
+  /// Other characteristics and malformed values are published exactly as ``json``. Payloads
+  /// sent to the gateway are read as ``json``.
+  case decoded
 
   /// Why a payload cannot be decoded or a value cannot be encoded.
   public typealias Error = PayloadError
 
-  /// The MQTT payload for a value.
+  /// The MQTT payload for a value, without knowing its characteristic.
+  ///
+  /// The same as ``encode(_:characteristic:timestamp:gateway:)`` with no characteristic, so
+  /// ``decoded`` gives the ``json`` payload.
+  ///
+  /// - Parameters:
+  ///   - bytes: The value.
+  ///   - timestamp: When the value was read or notified, in milliseconds since the Unix epoch;
+  ///     only ``json`` and ``decoded`` use it (`"ts"`).
+  ///   - gateway: The gateway publishing it; only ``json`` and ``decoded`` use it (`"gw"`).
+  /// - Returns: The payload bytes.
+  /// - Throws: ``PayloadError/notEncodable(format:_:)`` wrapping
+  ///   ``PayloadError/invalidUTF8(offset:)`` for ``utf8`` and bytes that are not UTF-8.
+  public func encode(
+    _ bytes: [UInt8], timestamp: Int64, gateway: GatewayID
+  ) throws(PayloadError) -> [UInt8] {
+    try encode(bytes, characteristic: nil, timestamp: timestamp, gateway: gateway)
+  }
+
+  /// The MQTT payload for a value of a characteristic.
   ///
   /// Only ``utf8`` can fail: bytes that are not valid UTF-8 are refused rather than published as
   /// invalid text or silently in another format; publish them with ``hex`` or ``json`` instead.
   ///
   /// - Parameters:
   ///   - bytes: The value.
+  ///   - characteristic: The characteristic's UUID; only ``decoded`` uses it, and without it
+  ///     ``decoded`` gives the ``json`` payload.
   ///   - timestamp: When the value was read or notified, in milliseconds since the Unix epoch;
-  ///     only ``json`` uses it (`"ts"`).
-  ///   - gateway: The gateway publishing it; only ``json`` uses it (`"gw"`).
+  ///     only ``json`` and ``decoded`` use it (`"ts"`).
+  ///   - gateway: The gateway publishing it; only ``json`` and ``decoded`` use it (`"gw"`).
   /// - Returns: The payload bytes.
   /// - Throws: ``PayloadError/notEncodable(format:_:)`` wrapping
   ///   ``PayloadError/invalidUTF8(offset:)`` for ``utf8`` and bytes that are not UTF-8.
   public func encode(
-    _ bytes: [UInt8], timestamp: Int64, gateway: GatewayID
+    _ bytes: [UInt8], characteristic: BluetoothUUID?, timestamp: Int64, gateway: GatewayID
   ) throws(PayloadError) -> [UInt8] {
     switch self {
     case .hex:
@@ -43,12 +69,23 @@ public enum ValueFormat: String, CaseIterable, Sendable {
     case .raw:
       return bytes
     case .json:
-      let value: JSONValue = [
-        "hex": .string(Hex.encode(bytes)), "ts": .integer(timestamp),
-        "gw": .string(gateway.rawValue),
-      ]
-      return value.serializedBytes()
+      return Self.jsonPayload(bytes, decoded: [:], timestamp: timestamp, gateway: gateway)
+    case .decoded:
+      let members =
+        characteristic.flatMap { SIGValueDecoder.decode(bytes, characteristic: $0) } ?? [:]
+      return Self.jsonPayload(bytes, decoded: members, timestamp: timestamp, gateway: gateway)
     }
+  }
+
+  /// `decoded` followed by `"hex"`, `"ts"` and `"gw"`, serialised.
+  private static func jsonPayload(
+    _ bytes: [UInt8], decoded: JSONObject, timestamp: Int64, gateway: GatewayID
+  ) -> [UInt8] {
+    var object = decoded
+    object["hex"] = .string(Hex.encode(bytes))
+    object["ts"] = .integer(timestamp)
+    object["gw"] = .string(gateway.rawValue)
+    return JSONValue.object(object).serializedBytes()
   }
 
   /// The value carried by a payload in this format.
@@ -61,6 +98,8 @@ public enum ValueFormat: String, CaseIterable, Sendable {
   /// - ``json``: an object with exactly one of `"hex"`, `"base64"`, `"utf8"` (a string, decoded
   ///   as above); `"ts"` and `"gw"` may be present (so a published value can be sent back) and
   ///   are ignored; other keys are refused.
+  /// - ``decoded``: the same as ``json``. Typed members such as `"battery_level"` are not
+  ///   encoded back into bytes: they are refused as unknown keys.
   ///
   /// - Parameter payload: The payload bytes.
   /// - Returns: The value.
@@ -76,7 +115,7 @@ public enum ValueFormat: String, CaseIterable, Sendable {
       return payload
     case .raw:
       return payload
-    case .json:
+    case .json, .decoded:
       let object = try Self.parseObject(payload)
       for key in object.keys where !Self.valueKeys.contains(key) && key != "ts" && key != "gw" {
         throw .unknownKey(key)

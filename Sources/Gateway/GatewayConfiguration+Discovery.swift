@@ -24,3 +24,29 @@ extension GatewayConfiguration {
         halfLife: b.presence.halfLife, awayAfter: b.presence.awayAfter))
   }
 }
+
+extension GatewayConfiguration {
+  /// The connection half's settings (rows C4–C10) from `bluetooth.connect|gatt|transfer.*` and
+  /// `mqtt.retain_values`.
+  public var gattBridgeConfiguration: GATTBridge.Configuration {
+    let b = bluetooth
+    // The loader has checked every item with the same rules as these parsers.
+    return GATTBridge.Configuration(
+      policy: ConnectionPolicy(
+        addresses: Set(b.connect.addresses.compactMap { try? BluetoothAddress($0) }),
+        names: b.connect.names.compactMap { try? NamePattern($0) },
+        uuids: Set(b.connect.uuids.compactMap { try? BluetoothUUID($0) })),
+      maxConnections: b.connect.maxConnections, connectTimeout: b.connect.timeout,
+      retryMinDelay: b.connect.retryMinDelay, retryMaxDelay: b.connect.retryMaxDelay,
+      operationTimeout: b.gatt.timeout, defaultFormat: b.gatt.format,
+      formats: b.gatt.formats.compactMap { try? FormatRule(parsing: $0) },
+      notify: b.gatt.notify.compactMap { try? CharacteristicSelector(parsing: $0) },
+      writable: b.gatt.writable.compactMap { try? CharacteristicSelector(parsing: $0) },
+      queueLimit: b.gatt.queueLimit,
+      transferService: (try? BluetoothUUID(b.transfer.service))
+        ?? GATTBridge.defaultTransferService,
+      transferCharacteristic: (try? BluetoothUUID(b.transfer.characteristic))
+        ?? GATTBridge.defaultTransferCharacteristic,
+      transferMaxBytes: b.transfer.maxBytes, retainValues: mqtt.retainValues)
+  }
+}

@@ -24,6 +24,7 @@ public final class GatewayService: Service, Sendable {
   private let router = BridgeRequestRouter()
   private let counters = Counters()
   private let discovery: DiscoveryService?
+  private let connections: ConnectionService?
   private let watchdogEvents: AsyncStream<ScannerWatchdogEvent>?
 
   /// Creates the gateway from a loaded configuration.
@@ -63,6 +64,15 @@ public final class GatewayService: Service, Sendable {
     } else {
       discovery = nil
     }
+    if let central = central as? any GATTCentral {
+      connections = ConnectionService(
+        central: central,
+        bridge: GATTBridge(topics: topics, configuration: configuration.gattBridgeConfiguration),
+        client: client, qos: MQTTQoS(rawValue: configuration.mqtt.qos) ?? .atLeastOnce,
+        logger: logger)
+    } else {
+      connections = nil
+    }
   }
 
   /// Runs until graceful shutdown, then publishes `offline` and disconnects.
@@ -93,7 +103,14 @@ public final class GatewayService: Service, Sendable {
       if let watchdogEvents = self.watchdogEvents {
         group.addTask { await self.reportWatchdog(watchdogEvents) }
       }
+      if let connections = self.connections {
+        group.addTask { await connections.run() }
+      }
       try? await gracefulShutdown()
+      if let connections = self.connections {
+        logger.info("closing Bluetooth connections")
+        await connections.shutdown()
+      }
       group.cancelAll()
     }
 
@@ -110,13 +127,16 @@ public final class GatewayService: Service, Sendable {
   // MARK: - bridge plane
 
   private func subscribeToRequests() async {
-    let filter = topics.bridgeRequestFilter.rawValue
-    do {
-      try await client.subscribe(filter, qos: .atLeastOnce)
-      logger.debug("subscribed to bridge requests", metadata: ["mqtt.topic": "\(filter)"])
-    } catch {
-      logger.error(
-        "cannot subscribe to bridge requests: \(error)", metadata: ["mqtt.topic": "\(filter)"])
+    var filters = [topics.bridgeRequestFilter.rawValue]
+    if connections != nil { filters += topics.deviceRequestFilters.map(\.rawValue) }
+    for filter in filters {
+      do {
+        try await client.subscribe(filter, qos: .atLeastOnce)
+        logger.debug("subscribed to requests", metadata: ["mqtt.topic": "\(filter)"])
+      } catch {
+        logger.error(
+          "cannot subscribe to requests: \(error)", metadata: ["mqtt.topic": "\(filter)"])
+      }
     }
   }
 
@@ -129,15 +149,22 @@ public final class GatewayService: Service, Sendable {
 
   /// Answers one incoming message; never throws, whatever the message holds.
   func handle(_ message: MQTTMessage) {
-    guard let topic = try? TopicName(message.topic),
-      case .bridge(let verb) = topics.parseRequest(topic)
+    guard let topic = try? TopicName(message.topic), let request = topics.parseRequest(topic)
     else {
       logger.debug("ignored message", metadata: ["mqtt.topic": "\(message.topic)"])
       return
     }
+    guard case .bridge(let verb) = request else {
+      connections?.request(request, message: message)
+      return
+    }
     let scan = discovery.map { service in { (command: ScanCommand) in service.scan(command) } }
+    let device = connections.map { service in
+      { (connect: Bool, body: JSONObject) in service.deviceRequest(connect: connect, body: body) }
+    }
     let response = router.respond(
-      verb: verb, payload: message.payload, health: { self.health() }, scan: scan)
+      verb: verb, payload: message.payload, health: { self.health() }, scan: scan,
+      device: device)
     if !response.ok {
       counters.requestErrors.withLock { $0 += 1 }
       logger.warning(
@@ -207,6 +234,7 @@ public final class GatewayService: Service, Sendable {
       connectionFailures: stats.connectionFailures,
       requestErrors: counters.requestErrors.withLock { $0 })
     if let discovery { report.sections["discovery"] = .object(discovery.healthJSON) }
+    if let connections { report.sections["connections"] = .object(connections.healthJSON) }
     return report
   }
 

@@ -3,10 +3,11 @@ import DBus
 import Synchronization
 
 /// The test playing bluetoothd on a private bus: owns `org.bluez`, serves an ObjectManager at `/`
-/// and `org.bluez.Adapter1` / `org.bluez.Device1` objects through our own export side, records
-/// the adapter method calls it receives and can be told to fail them.
+/// and `org.bluez.Adapter1` / `org.bluez.Device1` / `org.bluez.Gatt*1` objects through our own
+/// export side, records the method calls it receives and can be told to fail them or to never
+/// answer (GATT objects: `FakeBlueZ+GATT.swift`).
 final class FakeBlueZ: Sendable {
-  /// One received adapter method call.
+  /// One received method call.
   struct Call: Sendable, Equatable {
     var path: String
     var member: String
@@ -17,8 +18,12 @@ final class FakeBlueZ: Sendable {
     /// Properties by object path, then interface, then name.
     let properties = Mutex<[String: [String: [String: DBusValue]]]>([:])
     let calls = Mutex<[Call]>([])
-    /// Error names to reply with, by method name (used once each).
-    let failures = Mutex<[String: String]>([:])
+    /// Error replies, by method name (used once each).
+    let failures = Mutex<[String: DBusError]>([:])
+    /// Methods that do not answer (until `Disconnect` on the same object, or 10 s).
+    let hanging = Mutex<Set<String>>([])
+    /// Object paths whose hanging call was cancelled by `Disconnect`.
+    let cancelled = Mutex<Set<String>>([])
   }
 
   let connection: DBusConnection
@@ -45,9 +50,46 @@ final class FakeBlueZ: Sendable {
 
   func calls(_ member: String) -> [Call] { calls.filter { $0.member == member } }
 
-  /// Makes the next call of `member` fail with the D-Bus error `name`.
-  func fail(_ member: String, with name: String) {
-    state.failures.withLock { $0[member] = name }
+  /// Makes the next call of `member` fail with the D-Bus error `name` (and `message`).
+  func fail(_ member: String, with name: String, message: String? = nil) {
+    state.failures.withLock {
+      $0[member] = DBusError(name: name, message: message ?? "fake \(name)")
+    }
+  }
+
+  /// Makes every later call of `member` hang (see ``State/hanging``).
+  func hang(_ member: String) {
+    _ = state.hanging.withLock { $0.insert(member) }
+  }
+
+  /// A method that records its calls, fails when told to, then runs `body`.
+  func method(
+    _ name: String, at path: String, in signature: DBusSignature = .empty,
+    out: DBusSignature = .empty,
+    _ body: @escaping @Sendable (DBusMethodCall) async throws -> [DBusValue] = { _ in [] }
+  ) -> DBusMethod {
+    let state = self.state
+    return DBusMethod(name, in: signature, out: out) { call in
+      state.calls.withLock {
+        $0.append(Call(path: path, member: name, arguments: call.arguments))
+      }
+      if let error = state.failures.withLock({ $0.removeValue(forKey: name) }) {
+        throw error
+      }
+      return try await body(call)
+    }
+  }
+
+  /// Read-only properties served from ``State/properties`` (types taken from `initial`).
+  func exportedProperties(
+    _ path: String, _ interface: String, _ initial: [String: DBusValue]
+  ) -> [DBusProperty] {
+    let state = self.state
+    return initial.keys.sorted().map { name in
+      DBusProperty(name, signature: initial[name]!.signature) {
+        state.properties.withLock { $0[path]?[interface]?[name] } ?? initial[name]!
+      }
+    }
   }
 
   func addAdapter(_ id: String, address: String, powered: Bool = true) async throws {
@@ -59,14 +101,8 @@ final class FakeBlueZ: Sendable {
     state.properties.withLock { $0[path] = ["org.bluez.Adapter1": properties] }
     let state = self.state
     let connection = self.connection
-    func method(_ name: String, in signature: DBusSignature = .empty) -> DBusMethod {
-      DBusMethod(name, in: signature) { call in
-        state.calls.withLock {
-          $0.append(Call(path: path, member: name, arguments: call.arguments))
-        }
-        if let error = state.failures.withLock({ $0.removeValue(forKey: name) }) {
-          throw DBusError(name: error, message: "fake \(error)")
-        }
+    func adapterMethod(_ name: String, in signature: DBusSignature = .empty) -> DBusMethod {
+      method(name, at: path, in: signature) { _ in
         if name == "StartDiscovery" || name == "StopDiscovery" {
           let discovering = name == "StartDiscovery"
           state.properties.withLock {
@@ -96,7 +132,7 @@ final class FakeBlueZ: Sendable {
             $0.append(Call(path: path, member: "Set Powered", arguments: [value]))
           }
           if let error = state.failures.withLock({ $0.removeValue(forKey: "Set Powered") }) {
-            throw DBusError(name: error, message: "fake \(error)")
+            throw error
           }
           state.properties.withLock { $0[path]?["org.bluez.Adapter1"]?["Powered"] = value }
           if value == .bool(false) {
@@ -111,8 +147,8 @@ final class FakeBlueZ: Sendable {
     let interface = DBusInterface(
       "org.bluez.Adapter1",
       methods: [
-        method("StartDiscovery"), method("StopDiscovery"),
-        method("SetDiscoveryFilter", in: "a{sv}"), method("RemoveDevice", in: "o"),
+        adapterMethod("StartDiscovery"), adapterMethod("StopDiscovery"),
+        adapterMethod("SetDiscoveryFilter", in: "a{sv}"), adapterMethod("RemoveDevice", in: "o"),
       ],
       properties: dbusProperties)
     try await connection.export(
@@ -136,17 +172,50 @@ final class FakeBlueZ: Sendable {
     if includeAddress { properties["Address"] = .string(address) }
     for (key, value) in extra { properties[key] = value }
     state.properties.withLock { $0[path] = ["org.bluez.Device1": properties] }
-    let state = self.state
-    let dbusProperties = properties.keys.sorted().map { name in
-      DBusProperty(name, signature: properties[name]!.signature) {
-        state.properties.withLock { $0[path]?["org.bluez.Device1"]?[name] } ?? .bool(false)
-      }
-    }
+    let methods = [
+      method("Connect", at: path) { [self] _ in
+        try await connectCall(path)
+        return []
+      },
+      method("Disconnect", at: path) { [self] _ in
+        try await disconnectCall(path)
+        return []
+      },
+    ]
     try await connection.export(
       DBusExportedObject(interfaces: [
-        DBusInterface("org.bluez.Device1", properties: dbusProperties)
+        DBusInterface(
+          "org.bluez.Device1", methods: methods,
+          properties: exportedProperties(path, "org.bluez.Device1", properties))
       ]), at: try DBusObjectPath(path))
     return path
+  }
+
+  /// `Device1.Connect`: hangs when told to (answering `le-connection-abort-by-local` once a
+  /// `Disconnect` cancels it), else sets `Connected`.
+  private func connectCall(_ path: String) async throws {
+    if state.hanging.withLock({ $0.contains("Connect") }) {
+      let deadline = ContinuousClock.now + .seconds(10)
+      while ContinuousClock.now < deadline, !state.cancelled.withLock({ $0.contains(path) }) {
+        try await Task.sleep(for: .milliseconds(10))
+      }
+      throw DBusError(name: "org.bluez.Error.Failed", message: "le-connection-abort-by-local")
+    }
+    try await change(path, "org.bluez.Device1", ["Connected": .bool(true)])
+  }
+
+  /// `Device1.Disconnect`: cancels a hanging `Connect`; `NotConnected` when not connected.
+  private func disconnectCall(_ path: String) async throws {
+    if state.hanging.withLock({ $0.contains("Connect") }) {
+      _ = state.cancelled.withLock { $0.insert(path) }
+      return
+    }
+    let connected = state.properties.withLock { $0[path]?["org.bluez.Device1"]?["Connected"] }
+    guard connected == .bool(true) else {
+      throw DBusError(name: "org.bluez.Error.NotConnected", message: "Not Connected")
+    }
+    try await change(
+      path, "org.bluez.Device1", ["Connected": .bool(false), "ServicesResolved": .bool(false)])
   }
 
   /// Changes properties of an object and emits `PropertiesChanged`.

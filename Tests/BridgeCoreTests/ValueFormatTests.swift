@@ -14,12 +14,13 @@ struct ValueFormatTests {
 
   @Test("lists the formats of the contract")
   func formats() {
-    #expect(ValueFormat.allCases.map(\.rawValue) == ["hex", "base64", "utf8", "raw", "json"])
+    #expect(
+      ValueFormat.allCases.map(\.rawValue) == ["hex", "base64", "utf8", "raw", "json", "decoded"])
   }
 
   @Test(
     "round-trips the empty value and all 256 byte values",
-    arguments: [ValueFormat.hex, .base64, .raw, .json])
+    arguments: [ValueFormat.hex, .base64, .raw, .json, .decoded])
   func roundTrips(_ format: ValueFormat) throws {
     for value in [[], [0], [0xFF], Self.allBytes, [1, 2], [1, 2, 3], [1, 2, 3, 4]] as [[UInt8]] {
       #expect(try format.decode(encode(format, value)) == value, "\(value.count) bytes")
@@ -53,6 +54,48 @@ struct ValueFormatTests {
     #expect(
       text(try encode(.json, [0x0A, 0x1B])) == #"{"hex":"0a1b","ts":1700000000123,"gw":"pi"}"#)
     #expect(text(try encode(.json, [])) == #"{"hex":"","ts":1700000000123,"gw":"pi"}"#)
+  }
+
+  @Test("encodes decoded as typed members of a known characteristic, then json's members")
+  func decodedEncoding() throws {
+    let battery = BluetoothUUID(uuid16: 0x2A19)
+    let payload = try ValueFormat.decoded.encode(
+      [0x57], characteristic: battery, timestamp: 1_700_000_000_123, gateway: gateway)
+    #expect(text(payload) == #"{"battery_level":87,"hex":"57","ts":1700000000123,"gw":"pi"}"#)
+    // A published decoded value is still a valid json payload for its hex.
+    #expect(throws: PayloadError.unknownKey("battery_level")) {
+      try ValueFormat.decoded.decode(payload)
+    }
+    #expect(
+      try ValueFormat.decoded.decode(Array(#"{"hex":"57","ts":1,"gw":"pi"}"#.utf8)) == [0x57])
+  }
+
+  @Test(
+    "decoded falls back to json for unknown characteristics, malformed values or no characteristic",
+    arguments: [
+      ([0x57], "6e400001-b5a3-f393-e0a9-e50e24dcca9e"), ([0x57], "2a1c"), ([], "2a19"),
+      ([0x57, 0x00], "2a19"), ([0xFF], "2a00"), ([0x01, 0x48], "2a37"), ([0x57], nil),
+    ] as [([UInt8], String?)])
+  func decodedFallsBack(_ bytes: [UInt8], _ uuid: String?) throws {
+    let characteristic = try uuid.map { try BluetoothUUID($0) }
+    let decoded = try ValueFormat.decoded.encode(
+      bytes, characteristic: characteristic, timestamp: 1_700_000_000_123, gateway: gateway)
+    #expect(decoded == (try encode(.json, bytes)))
+    #expect(
+      try ValueFormat.json.encode(
+        bytes, characteristic: characteristic, timestamp: 1_700_000_000_123, gateway: gateway)
+        == decoded)
+  }
+
+  @Test("formats other than decoded ignore the characteristic")
+  func characteristicIgnored() throws {
+    let battery = BluetoothUUID(uuid16: 0x2A19)
+    for format in ValueFormat.allCases where format != .decoded {
+      #expect(
+        try format.encode(
+          [0x57], characteristic: battery, timestamp: 1_700_000_000_123, gateway: gateway)
+          == (try encode(format, [0x57])))
+    }
   }
 
   @Test("refuses to encode bytes that are not UTF-8 as utf8")
@@ -154,6 +197,7 @@ struct ValueFormatTests {
     ] as [(String, [UInt8])])
   func decodesJSON(_ payload: String, _ expected: [UInt8]) throws {
     #expect(try ValueFormat.json.decode(Array(payload.utf8)) == expected)
+    #expect(try ValueFormat.decoded.decode(Array(payload.utf8)) == expected)
   }
 
   @Test(
@@ -174,6 +218,7 @@ struct ValueFormatTests {
     ])
   func refusesMalformedJSON(_ payload: String, _ error: PayloadError) {
     #expect(throws: error) { try ValueFormat.json.decode(Array(payload.utf8)) }
+    #expect(throws: error) { try ValueFormat.decoded.decode(Array(payload.utf8)) }
     #expect(error.code == "invalid_payload")
   }
 

@@ -92,7 +92,7 @@ struct ConfigurationDefaultsTests {
 
   @Test func knownKeysListEveryKeyWithItsType() {
     let keys = ConfigurationLoader.knownKeys
-    #expect(keys.count == 40)
+    #expect(keys.count == 56)
     #expect(keys["bluetooth.filter.uuids"] == .list(.serviceUUID))
     #expect(keys["bluetooth.filter.name"] == .namePattern)
     #expect(keys["bluetooth.filter.allow"] == .list(.bluetoothAddress))

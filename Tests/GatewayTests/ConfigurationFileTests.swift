@@ -254,7 +254,16 @@ enum ConfigurationFixture {
       presence: .init(enterRSSI: -70, leaveRSSI: -85, halfLife: 5, awayAfter: 60),
       filterUUIDs: ["180f", "0x2a37", "0000feaa", "0000180d-0000-1000-8000-00805f9b34fb"],
       filterName: "Thermo*", filterAllow: ["A4:C1:38:1E:29:DF", "11:22:33:44:55:66"],
-      filterDeny: ["AA:BB:CC:DD:EE:FF"]))
+      filterDeny: ["AA:BB:CC:DD:EE:FF"],
+      connect: .init(
+        addresses: ["A4:C1:38:1E:29:DF"], names: ["Polar*", "HR ?"], uuids: ["180d"],
+        maxConnections: 3, timeout: 12, retryMinDelay: 1, retryMaxDelay: 60),
+      gatt: .init(
+        timeout: 8, format: .base64, formats: ["*/180f/2a19=decoded", "A4C1381E29DF=utf8"],
+        notify: ["*/180d/2a37"], writable: ["A4C1381E29DF/fff0/fff1"], queueLimit: 16),
+      transfer: .init(
+        service: "0000fe00-0000-1000-8000-00805f9b34fb", characteristic: "fe01",
+        maxBytes: 65536)))
 
   /// The values of `everyKey` as text, by key path.
   static let everyKeyText: [String: String] = [
@@ -277,6 +286,16 @@ enum ConfigurationFixture {
     "bluetooth.forget_after": "3600", "bluetooth.max_devices": "50",
     "bluetooth.presence.enter_rssi": "-70", "bluetooth.presence.leave_rssi": "-85",
     "bluetooth.presence.half_life": "5", "bluetooth.presence.away_after": "60",
+    "bluetooth.connect.addresses": "A4:C1:38:1E:29:DF", "bluetooth.connect.names": "Polar*,HR ?",
+    "bluetooth.connect.uuids": "180d", "bluetooth.connect.max_connections": "3",
+    "bluetooth.connect.timeout": "12", "bluetooth.connect.retry_min_delay": "1",
+    "bluetooth.connect.retry_max_delay": "60", "bluetooth.gatt.timeout": "8",
+    "bluetooth.gatt.format": "base64",
+    "bluetooth.gatt.formats": "*/180f/2a19=decoded,A4C1381E29DF=utf8",
+    "bluetooth.gatt.notify": "*/180d/2a37", "bluetooth.gatt.writable": "A4C1381E29DF/fff0/fff1",
+    "bluetooth.gatt.queue_limit": "16",
+    "bluetooth.transfer.service": "0000fe00-0000-1000-8000-00805f9b34fb",
+    "bluetooth.transfer.characteristic": "fe01", "bluetooth.transfer.max_bytes": "65536",
   ]
 
   /// A new empty temporary directory.

@@ -1,14 +1,16 @@
 import BridgeCore
 import DBus
 
-/// The mirror of BlueZ's object tree: adapters and devices by path, built once from a
-/// `GetManagedObjects` reply and then kept current from `InterfacesAdded`, `InterfacesRemoved`
-/// and `PropertiesChanged` signals. Pure: no I/O; time is passed in.
+/// The mirror of BlueZ's object tree: adapters and devices by path, and the remote GATT objects
+/// of the devices (``BlueZGATTObjects``), built once from a `GetManagedObjects` reply and then
+/// kept current from `InterfacesAdded`, `InterfacesRemoved` and `PropertiesChanged` signals.
+/// Pure: no I/O; time is passed in.
 ///
 /// Every change returns the ``CentralEvent``s it causes. The device map is bounded: beyond
 /// `maxDevices`, the devices not connected that were seen longest ago are forgotten (without an
 /// event: the stack still has them) until 90 % of the bound is left; a forgotten device that
-/// reports again is re-learnt by its owner (see ``Update/unknownDevice``).
+/// reports again is re-learnt by its owner (see ``Update/unknownDevice``). GATT objects are kept
+/// for objects below a known adapter and go with their device.
 struct BlueZObjectModel: Sendable {
   /// What one change did.
   struct Update: Sendable, Equatable {
@@ -30,8 +32,11 @@ struct BlueZObjectModel: Sendable {
   private(set) var lastAdvertisement: [DBusObjectPath: ContinuousClock.Instant] = [:]
   /// Devices forgotten to keep the map bounded.
   private(set) var evicted = 0
-  /// Objects or signals ignored because they were malformed.
-  private(set) var malformed = 0
+  /// Objects or signals ignored because they were malformed (or, for GATT objects, beyond
+  /// ``BlueZGATTObjects/maxObjectsPerDevice``).
+  var malformed = 0
+  /// The remote GATT objects (changed by `BlueZObjectModel+GATT.swift`).
+  var gatt = BlueZGATTObjects()
   /// Adapter ids being power-cycled, reported with `resetting == true`.
   var resetting: Set<String> = []
 
@@ -74,7 +79,9 @@ struct BlueZObjectModel: Sendable {
     adapters = [:]
     devices = [:]
     lastAdvertisement = [:]
+    gatt = BlueZGATTObjects()
     var deviceObjects: [(DBusObjectPath, [String: DBusValue])] = []
+    var gattObjects: [(DBusObjectPath, [String: [String: DBusValue]])] = []
     for (key, value) in entries {
       guard case .objectPath(let path) = key, let interfaces = Self.interfaces(value) else {
         malformed += 1
@@ -86,15 +93,25 @@ struct BlueZObjectModel: Sendable {
       if let properties = interfaces[BlueZNames.device] {
         deviceObjects.append((path, properties))
       }
+      if Self.hasGATTInterface(interfaces) { gattObjects.append((path, interfaces)) }
     }
     var events = adapterInfos.map { CentralEvent.adapterChanged($0) }
+    var loaded: [BlueZDevice] = []
     for (path, properties) in deviceObjects.sorted(by: { $0.0 < $1.0 }) {
       guard let device = BlueZDevice(path: path, properties: properties, now: now) else {
         malformed += 1
         continue
       }
       devices[path] = device
+      loaded.append(device)
+    }
+    // Parents sort before their children: services, then characteristics, then descriptors.
+    for (path, interfaces) in gattObjects.sorted(by: { $0.0 < $1.0 }) {
+      addGATTObject(path, interfaces)
+    }
+    for device in loaded {
       events.append(.deviceAppeared(device.advertisement))
+      if let resolved = resolvedEvent(device) { events.append(resolved) }
     }
     evictIfNeeded()
     return events
@@ -159,31 +176,40 @@ struct BlueZObjectModel: Sendable {
     if let properties = interfaces[BlueZNames.device] {
       if var device = devices[path] {
         let before = device.advertisement
+        let wasResolved = Self.isResolved(device)
         device.update(properties, invalidated: [])
         noteSighting(&device, keys: Set(properties.keys), now: now)
         devices[path] = device
         if device.advertisement != before {
           update.events.append(.deviceUpdated(device.advertisement))
         }
+        if !wasResolved, let resolved = resolvedEvent(device) { update.events.append(resolved) }
       } else if var device = BlueZDevice(path: path, properties: properties, now: now) {
         noteSighting(&device, keys: Set(properties.keys), now: now)
         devices[path] = device
         update.events.append(.deviceAppeared(device.advertisement))
+        if let resolved = resolvedEvent(device) { update.events.append(resolved) }
         evictIfNeeded()
       } else {
         malformed += 1
       }
     }
+    if Self.hasGATTInterface(interfaces) { addGATTObject(path, interfaces) }
     return update
   }
 
   private mutating func interfacesRemoved(_ path: DBusObjectPath, _ names: Set<String>) -> Update {
     var update = Update()
-    if names.contains(BlueZNames.device), let device = devices.removeValue(forKey: path) {
-      update.events.append(.deviceRemoved(device.address))
+    update.events += removeGATTObject(path, names)
+    if names.contains(BlueZNames.device) {
+      gatt.removeDevice(path)
+      if let device = devices.removeValue(forKey: path) {
+        update.events.append(.deviceRemoved(device.address))
+      }
     }
     if names.contains(BlueZNames.adapter), let adapter = adapters.removeValue(forKey: path) {
       devices = devices.filter { $0.value.adapter != path }
+      gatt.removeDevices(below: path)
       lastAdvertisement[path] = nil
       resetting.remove(adapter.id)
       update.events.append(.adapterRemoved(id: adapter.id))
@@ -215,16 +241,22 @@ struct BlueZObjectModel: Sendable {
       }
       let before = device.advertisement
       let wasConnected = device.connected
+      let wasResolved = Self.isResolved(device)
       device.update(changed, invalidated: invalidated)
       noteSighting(&device, keys: Set(changed.keys), now: now)
       devices[path] = device
       if device.connected != wasConnected {
         update.events.append(.connectionChanged(device.address, connected: device.connected))
       }
+      if !wasResolved, let resolved = resolvedEvent(device) { update.events.append(resolved) }
       // An RSSI report is a new advertisement even when the value did not change.
       if device.advertisement != before || changed["RSSI"] != nil {
         update.events.append(.deviceUpdated(device.advertisement))
       }
+    case BlueZNames.gattCharacteristic:
+      update.events = characteristicChanged(path, changed, invalidated)
+    case BlueZNames.gattService, BlueZNames.gattDescriptor:
+      gatt.updateOther(path, changed)
     default:
       break
     }
@@ -248,6 +280,7 @@ struct BlueZObjectModel: Sendable {
     let candidates = devices.values.filter { !$0.connected }.sorted { $0.lastSeen < $1.lastSeen }
     for device in candidates.prefix(devices.count - target) {
       devices[device.path] = nil
+      gatt.removeDevice(device.path)
       evicted += 1
     }
   }

@@ -1,3 +1,5 @@
+import BridgeCore
+
 /// One key of the configuration schema: its dotted path, what it accepts, and how each source
 /// spells it.
 struct ConfigurationKey: Sendable {
@@ -83,6 +85,22 @@ struct ConfigurationKey: Sendable {
     .init("bluetooth.presence.leave_rssi", .integer(-127...20)),
     .init("bluetooth.presence.half_life", .number(greaterThan: 0, atMost: 86_400)),
     .init("bluetooth.presence.away_after", .number(greaterThan: 0, atMost: 86_400)),
+    .init("bluetooth.connect.addresses", .list(.bluetoothAddress)),
+    .init("bluetooth.connect.names", .list(.namePattern)),
+    .init("bluetooth.connect.uuids", .list(.serviceUUID)),
+    .init("bluetooth.connect.max_connections", .integer(1...32)),
+    .init("bluetooth.connect.timeout", .number(greaterThan: 0, atMost: 600)),
+    .init("bluetooth.connect.retry_min_delay", .number(greaterThan: 0, atMost: 3600)),
+    .init("bluetooth.connect.retry_max_delay", .number(greaterThan: 0, atMost: 86_400)),
+    .init("bluetooth.gatt.timeout", .number(greaterThan: 0, atMost: 600)),
+    .init("bluetooth.gatt.format", .choice(ValueFormat.allCases.map(\.rawValue))),
+    .init("bluetooth.gatt.formats", .list(.formatRule)),
+    .init("bluetooth.gatt.notify", .list(.characteristicSelector)),
+    .init("bluetooth.gatt.writable", .list(.characteristicSelector)),
+    .init("bluetooth.gatt.queue_limit", .integer(1...10_000)),
+    .init("bluetooth.transfer.service", .uuid),
+    .init("bluetooth.transfer.characteristic", .uuid),
+    .init("bluetooth.transfer.max_bytes", .integer(1...67_108_864)),
   ]
 
   /// The keys by dotted path.

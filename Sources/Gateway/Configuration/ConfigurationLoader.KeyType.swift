@@ -1,3 +1,4 @@
+import BridgeCore
 import Configuration
 
 extension ConfigurationLoader {
@@ -32,6 +33,8 @@ extension ConfigurationLoader {
     /// A device-name pattern: 1 to 248 characters, `*` for any run of characters, `?` for one
     /// (exactly the patterns BridgeCore's `NamePattern` accepts).
     case namePattern
+    /// One Bluetooth UUID in any form BridgeCore's `BluetoothUUID` reads; kept in lower case.
+    case uuid
 
     /// What one item of a ``list(_:)`` key is.
     public enum ListItem: Sendable, Hashable, CustomStringConvertible {
@@ -41,12 +44,22 @@ extension ConfigurationLoader {
       /// A Bluetooth address: 12 hex digits, optionally in pairs separated by one `:` or `-`
       /// throughout; kept as `AA:BB:CC:DD:EE:FF`.
       case bluetoothAddress
+      /// A device-name pattern (BridgeCore's `NamePattern`).
+      case namePattern
+      /// A characteristic selector, `<dev>/<svc>/<chr>` or `<dev>`, `*` for any part
+      /// (BridgeCore's `CharacteristicSelector`).
+      case characteristicSelector
+      /// A value-format rule, `<dev>/<svc>/<chr>=<format>` (BridgeCore's `FormatRule`).
+      case formatRule
 
       /// One item, for messages: "a Bluetooth address".
       public var description: String {
         switch self {
         case .serviceUUID: "a Bluetooth service UUID"
         case .bluetoothAddress: "a Bluetooth address"
+        case .namePattern: "a name pattern"
+        case .characteristicSelector: "a characteristic selector"
+        case .formatRule: "a value-format rule"
         }
       }
 
@@ -56,6 +69,13 @@ extension ConfigurationLoader {
         case .serviceUUID:
           "Bluetooth service UUIDs (180f, 0x180F, 8 hex digits, or 128-bit with dashes)"
         case .bluetoothAddress: "Bluetooth addresses (AA:BB:CC:DD:EE:FF)"
+        case .namePattern: "name patterns ('*' any characters, '?' one)"
+        case .characteristicSelector:
+          "characteristic selectors (<dev>/<svc>/<chr> or <dev>, '*' for any part, "
+            + "e.g. */180f/2a19)"
+        case .formatRule:
+          "value-format rules (<dev>/<svc>/<chr>=<format>, e.g. */180f/2a19=decoded; formats "
+            + ValueFormat.allCases.map(\.rawValue).joined(separator: ", ") + ")"
         }
       }
 
@@ -64,6 +84,9 @@ extension ConfigurationLoader {
         switch self {
         case .serviceUUID: Self.serviceUUID(item)
         case .bluetoothAddress: Self.bluetoothAddress(item)
+        case .namePattern: (try? NamePattern(item)).map { _ in item }
+        case .characteristicSelector: (try? CharacteristicSelector(parsing: item)).map { _ in item }
+        case .formatRule: (try? FormatRule(parsing: item)).map { _ in item }
         }
       }
 
@@ -145,6 +168,8 @@ extension ConfigurationLoader {
       case .namePattern:
         "a name pattern of 1 to \(Self.maximumNamePatternLength) characters "
           + "('*' any characters, '?' one)"
+      case .uuid:
+        "a Bluetooth UUID (4 or 8 hex digits, or 128-bit with dashes)"
       }
     }
 
@@ -210,6 +235,8 @@ extension ConfigurationLoader {
       case .namePattern:
         let length = text.lowercased().count
         return length >= 1 && length <= Self.maximumNamePatternLength ? .string(text) : nil
+      case .uuid:
+        return (try? BluetoothUUID(text)) != nil ? .string(text.lowercased()) : nil
       }
     }
 

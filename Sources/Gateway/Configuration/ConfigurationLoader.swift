@@ -141,6 +141,32 @@ public enum ConfigurationLoader {
       forKey: "half_life", default: b.presence.halfLife)
     result.bluetooth.presence.awayAfter = presence.double(
       forKey: "away_after", default: b.presence.awayAfter)
+    let connect = bluetooth.scoped(to: "connect")
+    result.bluetooth.connect.addresses = connect.stringArray(
+      forKey: "addresses", default: b.connect.addresses)
+    result.bluetooth.connect.names = connect.stringArray(forKey: "names", default: b.connect.names)
+    result.bluetooth.connect.uuids = connect.stringArray(forKey: "uuids", default: b.connect.uuids)
+    result.bluetooth.connect.maxConnections = connect.int(
+      forKey: "max_connections", default: b.connect.maxConnections)
+    result.bluetooth.connect.timeout = connect.double(forKey: "timeout", default: b.connect.timeout)
+    result.bluetooth.connect.retryMinDelay = connect.double(
+      forKey: "retry_min_delay", default: b.connect.retryMinDelay)
+    result.bluetooth.connect.retryMaxDelay = connect.double(
+      forKey: "retry_max_delay", default: b.connect.retryMaxDelay)
+    let gatt = bluetooth.scoped(to: "gatt")
+    result.bluetooth.gatt.timeout = gatt.double(forKey: "timeout", default: b.gatt.timeout)
+    result.bluetooth.gatt.format = gatt.string(forKey: "format", default: b.gatt.format)
+    result.bluetooth.gatt.formats = gatt.stringArray(forKey: "formats", default: b.gatt.formats)
+    result.bluetooth.gatt.notify = gatt.stringArray(forKey: "notify", default: b.gatt.notify)
+    result.bluetooth.gatt.writable = gatt.stringArray(forKey: "writable", default: b.gatt.writable)
+    result.bluetooth.gatt.queueLimit = gatt.int(forKey: "queue_limit", default: b.gatt.queueLimit)
+    let transfer = bluetooth.scoped(to: "transfer")
+    result.bluetooth.transfer.service = transfer.string(
+      forKey: "service", default: b.transfer.service)
+    result.bluetooth.transfer.characteristic = transfer.string(
+      forKey: "characteristic", default: b.transfer.characteristic)
+    result.bluetooth.transfer.maxBytes = transfer.int(
+      forKey: "max_bytes", default: b.transfer.maxBytes)
 
     let origins = Origins(layers: layers)
     result.mqtt.tls.enabled = try tlsEnabled(
@@ -205,6 +231,13 @@ extension ConfigurationLoader {
         "bluetooth.presence.leave_rssi (\(bluetooth.presence.leaveRSSI)) must not exceed "
           + "bluetooth.presence.enter_rssi (\(bluetooth.presence.enterRSSI)): the gap between "
           + "them is the hysteresis")
+    }
+    if bluetooth.connect.retryMaxDelay < bluetooth.connect.retryMinDelay {
+      throw origins.error(
+        "bluetooth.connect.retry_max_delay",
+        "bluetooth.connect.retry_max_delay (\(KeyType.format(bluetooth.connect.retryMaxDelay))) "
+          + "must not be shorter than bluetooth.connect.retry_min_delay "
+          + "(\(KeyType.format(bluetooth.connect.retryMinDelay)))")
     }
     if bluetooth.forgetAfter < bluetooth.offlineAfter {
       throw origins.error(

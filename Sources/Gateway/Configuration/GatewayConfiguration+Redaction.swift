@@ -53,6 +53,22 @@ extension GatewayConfiguration: CustomStringConvertible, CustomDebugStringConver
       "bluetooth.presence.leave_rssi": String(bluetooth.presence.leaveRSSI),
       "bluetooth.presence.half_life": format(bluetooth.presence.halfLife),
       "bluetooth.presence.away_after": format(bluetooth.presence.awayAfter),
+      "bluetooth.connect.addresses": bluetooth.connect.addresses.joined(separator: ","),
+      "bluetooth.connect.names": bluetooth.connect.names.joined(separator: ","),
+      "bluetooth.connect.uuids": bluetooth.connect.uuids.joined(separator: ","),
+      "bluetooth.connect.max_connections": String(bluetooth.connect.maxConnections),
+      "bluetooth.connect.timeout": format(bluetooth.connect.timeout),
+      "bluetooth.connect.retry_min_delay": format(bluetooth.connect.retryMinDelay),
+      "bluetooth.connect.retry_max_delay": format(bluetooth.connect.retryMaxDelay),
+      "bluetooth.gatt.timeout": format(bluetooth.gatt.timeout),
+      "bluetooth.gatt.format": bluetooth.gatt.format.rawValue,
+      "bluetooth.gatt.formats": bluetooth.gatt.formats.joined(separator: ","),
+      "bluetooth.gatt.notify": bluetooth.gatt.notify.joined(separator: ","),
+      "bluetooth.gatt.writable": bluetooth.gatt.writable.joined(separator: ","),
+      "bluetooth.gatt.queue_limit": String(bluetooth.gatt.queueLimit),
+      "bluetooth.transfer.service": bluetooth.transfer.service,
+      "bluetooth.transfer.characteristic": bluetooth.transfer.characteristic,
+      "bluetooth.transfer.max_bytes": String(bluetooth.transfer.maxBytes),
     ]
     return ConfigurationKey.all.map { key in
       guard let value = values[key.path] else {

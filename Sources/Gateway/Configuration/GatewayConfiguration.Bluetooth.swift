@@ -49,6 +49,12 @@ extension GatewayConfiguration {
     public var maxDevices: Int
     /// Presence (row C11) settings (`bluetooth.presence.*`).
     public var presence: Presence
+    /// Which devices to connect to (rows C4, C10; `bluetooth.connect.*`).
+    public var connect: Connect
+    /// GATT operations (rows C5–C8; `bluetooth.gatt.*`).
+    public var gatt: GATT
+    /// The transfer protocol's central side (row C9; `bluetooth.transfer.*`).
+    public var transfer: Transfer
 
     /// Presence estimation from a time-weighted RSSI mean (`bluetooth.presence.*`).
     public struct Presence: Sendable, Equatable {
@@ -79,8 +85,12 @@ extension GatewayConfiguration {
       advertisementMinInterval: Double = 1, offlineAfter: Double = 90,
       forgetAfter: Double = 900, maxDevices: Int = 1000, presence: Presence = Presence(),
       filterUUIDs: [String] = [], filterName: String? = nil, filterAllow: [String] = [],
-      filterDeny: [String] = []
+      filterDeny: [String] = [], connect: Connect = Connect(), gatt: GATT = GATT(),
+      transfer: Transfer = Transfer()
     ) {
+      self.connect = connect
+      self.gatt = gatt
+      self.transfer = transfer
       self.radio = radio
       self.adapter = adapter
       self.scanOnStart = scanOnStart

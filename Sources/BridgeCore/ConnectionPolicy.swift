@@ -1,0 +1,49 @@
+/// Which devices the gateway connects to by itself (`bluetooth.connect.*`): listed addresses,
+/// devices whose name matches a pattern, devices advertising one of some service UUIDs.
+///
+/// Requests (`<dev>/connection/set`, `device/connect`) add devices on top of the policy, and
+/// a `disconnected` request overrides it until the next `connected` request.
+public struct ConnectionPolicy: Sendable, Hashable {
+  /// Devices to connect to, whether or not their advertisements match anything else.
+  public var addresses: Set<BluetoothAddress>
+  /// Device-name patterns.
+  public var names: [NamePattern]
+  /// Advertised service UUIDs.
+  public var uuids: Set<BluetoothUUID>
+
+  /// Makes a policy; the default connects to nothing.
+  ///
+  /// - Parameters:
+  ///   - addresses: Devices to connect to.
+  ///   - names: Device-name patterns.
+  ///   - uuids: Advertised service UUIDs.
+  public init(
+    addresses: Set<BluetoothAddress> = [], names: [NamePattern] = [],
+    uuids: Set<BluetoothUUID> = []
+  ) {
+    self.addresses = addresses
+    self.names = names
+    self.uuids = uuids
+  }
+
+  /// Whether the policy selects a device by its address alone.
+  ///
+  /// - Parameter address: The device's address.
+  /// - Returns: Whether it is listed.
+  public func selects(_ address: BluetoothAddress) -> Bool { addresses.contains(address) }
+
+  /// Whether the policy selects the device of an advertisement.
+  ///
+  /// - Parameter advertisement: The advertisement.
+  /// - Returns: Whether to connect to the device.
+  public func selects(_ advertisement: Advertisement) -> Bool {
+    if addresses.contains(advertisement.address) { return true }
+    if !uuids.isEmpty, advertisement.serviceUUIDs.contains(where: { uuids.contains($0) }) {
+      return true
+    }
+    if !names.isEmpty, let name = advertisement.nameText {
+      return names.contains { $0.matches(name) }
+    }
+    return false
+  }
+}

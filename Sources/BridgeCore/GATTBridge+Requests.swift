@@ -1,0 +1,348 @@
+extension GATTBridge {
+  /// Serves a device-plane request: `connection/set`, `/get`, `/set` or `/notify`.
+  ///
+  /// Bad requests are answered, never dropped: on the characteristic's `result` topic (and
+  /// the MQTT 5 response topic when given) for `/get`, `/set` and `/notify`, with a
+  /// `request_error` bridge event for `connection/set`.
+  ///
+  /// - Parameters:
+  ///   - request: The parsed topic (``Topics/parseRequest(_:)``); bridge requests and the
+  ///     peripheral text are not served here and give nothing.
+  ///   - payload: The message's payload.
+  ///   - reply: The MQTT 5 response topic and correlation data, if the message had them.
+  ///   - now: The time.
+  /// - Returns: What to do.
+  public mutating func request(
+    _ request: Topics.Request, payload: [UInt8], reply: ReplyAddress? = nil, now: Double
+  ) -> [GATTOutput] {
+    switch request {
+    case .bridge, .peripheralText:
+      return []
+    case .connectionSet(let device):
+      let parsed: ConnectionRequest
+      do {
+        parsed = try ConnectionRequest(parsing: payload)
+      } catch {
+        return requestError(topics.connectionSet(device), code: error.code, error.description)
+      }
+      let outcome = setConnection(device, parsed.state, now: now)
+      if case .failure(let response) = outcome {
+        return requestError(
+          topics.connectionSet(device), code: response.errorCode ?? "error",
+          response.message ?? "")
+      }
+      if case .success(let outputs) = outcome { return outputs }
+      return []
+    case .get(let path):
+      let parsed: ReadRequest
+      do {
+        parsed = try ReadRequest(parsing: payload)
+      } catch {
+        return result(path, op: "read", transaction: nil, reply: reply, error: error)
+      }
+      return read(path, transaction: parsed.transaction, reply: reply)
+    case .set(let path):
+      return write(path, payload: payload, reply: reply)
+    case .notify(let path):
+      let parsed: NotifyRequest
+      do {
+        parsed = try NotifyRequest(parsing: payload)
+      } catch {
+        return result(path, op: "notify", transaction: nil, reply: reply, error: error)
+      }
+      return setNotify(path, parsed.enabled, reply: reply)
+    }
+  }
+
+  /// Serves the `device/connect` and `device/disconnect` bridge requests: `{"device":
+  /// "<dev>"|"AA:BB:…"}`.
+  ///
+  /// - Parameters:
+  ///   - connect: `true` for `device/connect`.
+  ///   - body: The request's JSON object.
+  ///   - now: The time.
+  /// - Returns: What to do, and the response (its transaction is the caller's to set).
+  public mutating func deviceRequest(connect: Bool, body: JSONObject, now: Double) -> (
+    outputs: [GATTOutput], response: BridgeResponse
+  ) {
+    for key in body.keys where key != "device" && key != "transaction" {
+      return (
+        [], .failure(code: "invalid_payload", message: "unknown key '\(key)'", transaction: nil)
+      )
+    }
+    guard case .string(let text) = body["device"] else {
+      return (
+        [],
+        .failure(
+          code: "invalid_payload",
+          message: "\"device\" (a device id or an address) is required", transaction: nil)
+      )
+    }
+    guard let address = try? BluetoothAddress(text) else {
+      return (
+        [],
+        .failure(
+          code: "unknown_device", message: "'\(text)' is not a device id or address",
+          transaction: nil)
+      )
+    }
+    switch setConnection(DeviceID(address: address), connect ? .connected : .disconnected, now: now)
+    {
+    case .success(let outputs):
+      let state = links[address]?.state ?? .disconnected
+      return (
+        outputs,
+        .success(
+          [
+            "device": .string(DeviceID(address: address).rawValue),
+            "state": .string(state.rawValue),
+          ],
+          transaction: nil)
+      )
+    case .failure(let response):
+      return ([], response)
+    }
+  }
+
+  /// Records a connection request and acts on it.
+  mutating func setConnection(
+    _ device: DeviceID, _ state: ConnectionRequest.State, now: Double
+  ) -> Result<[GATTOutput], BridgeResponse> {
+    guard let address = linkByID[device] ?? (try? BluetoothAddress(device.rawValue)) else {
+      return .failure(
+        .failure(
+          code: "unknown_device", message: "'\(device)' is not a known device", transaction: nil))
+    }
+    switch state {
+    case .connected:
+      guard knows(address) else {
+        return .failure(
+          .failure(
+            code: "unknown_device",
+            message: "\(address) has not been seen; it must advertise before it can be connected",
+            transaction: nil))
+      }
+      var link = links[address] ?? Link(address: address, now: now)
+      link.request = true
+      link.known = true
+      if link.state == .failed || link.state == .disconnected { link.retryAt = nil }
+      links[address] = link
+      linkByID[link.id] = address
+      return .success([connectionOutput(link)] + schedule(now: now))
+    case .disconnected:
+      guard var link = links[address] else {
+        return .success([])
+      }
+      link.request = false
+      link.retryAt = nil
+      links[address] = link
+      let outputs = teardown(address, now: now)
+      return .success(outputs.isEmpty ? [connectionOutput(link)] : outputs)
+    }
+  }
+
+  mutating func read(
+    _ path: CharacteristicPath, transaction: JSONValue?, reply: ReplyAddress?
+  ) -> [GATTOutput] {
+    switch target(path) {
+    case .failure(let failure):
+      return result(path, op: "read", transaction: transaction, reply: reply, failure)
+    case .success(let (id, characteristic)):
+      guard characteristic.canRead else {
+        return result(
+          path, op: "read", transaction: transaction, reply: reply,
+          Failure(
+            "not_permitted", "the characteristic is not readable (flags: \(characteristic.flags))"))
+      }
+      return enqueue(
+        Pending(
+          operation: makeOperation(id, .read), path: path, transaction: transaction,
+          reply: reply, report: true))
+    }
+  }
+
+  mutating func write(_ path: CharacteristicPath, payload: [UInt8], reply: ReplyAddress?)
+    -> [GATTOutput]
+  {
+    let request: WriteRequest
+    do {
+      request = try WriteRequest(parsing: payload, format: format(for: path))
+    } catch {
+      return result(path, op: "write", transaction: nil, reply: reply, error: error)
+    }
+    let transaction = request.transaction
+    switch target(path) {
+    case .failure(let failure):
+      return result(path, op: "write", transaction: transaction, reply: reply, failure)
+    case .success(let (id, characteristic)):
+      if !configuration.writable.isEmpty,
+        !configuration.writable.contains(where: {
+          $0.matches(
+            device: path.device, service: path.service, characteristic: path.characteristic)
+        })
+      {
+        return result(
+          path, op: "write", transaction: transaction, reply: reply,
+          Failure("not_permitted", "bluetooth.gatt.writable does not list this characteristic"))
+      }
+      let withResponse: Bool
+      switch request.withResponse {
+      case .some(true) where characteristic.canWriteWithResponse,
+        .none where characteristic.canWriteWithResponse:
+        withResponse = true
+      case .some(false) where characteristic.canWriteWithoutResponse,
+        .none where characteristic.canWriteWithoutResponse:
+        withResponse = false
+      default:
+        let kind =
+          request.withResponse.map { $0 ? "writes with response" : "writes without response" }
+          ?? "writes"
+        return result(
+          path, op: "write", transaction: transaction, reply: reply,
+          Failure(
+            "not_permitted",
+            "the characteristic does not take \(kind) (flags: \(characteristic.flags))"))
+      }
+      let mtu = links[id.address]?.tree?.mtu ?? 23
+      let limit = withResponse ? Self.maximumValueLength : min(Self.maximumValueLength, mtu - 3)
+      guard request.value.count <= limit else {
+        let why =
+          withResponse
+          ? "the ATT protocol allows at most \(limit) bytes"
+          : "a write without response carries at most MTU - 3 = \(limit) bytes"
+        return result(
+          path, op: "write", transaction: transaction, reply: reply,
+          Failure("too_long", "\(request.value.count) bytes: \(why)"))
+      }
+      return enqueue(
+        Pending(
+          operation: makeOperation(id, .write(request.value, withResponse: withResponse)),
+          path: path, transaction: transaction, reply: reply, report: true))
+    }
+  }
+
+  mutating func setNotify(_ path: CharacteristicPath, _ enabled: Bool, reply: ReplyAddress?)
+    -> [GATTOutput]
+  {
+    notifyWanted[path] = enabled
+    guard let address = linkByID[path.device], let link = links[address],
+      link.state == .ready
+    else {
+      // The desired state applies at the next connection.
+      return []
+    }
+    switch target(path) {
+    case .failure(let failure):
+      return result(path, op: "notify", transaction: nil, reply: reply, failure)
+    case .success(let (id, characteristic)):
+      guard characteristic.canNotify else {
+        return result(
+          path, op: "notify", transaction: nil, reply: reply,
+          Failure(
+            "not_permitted", "the characteristic does not notify (flags: \(characteristic.flags))"))
+      }
+      return enqueue(
+        Pending(
+          operation: makeOperation(id, .notify(enabled)), path: path, transaction: nil,
+          reply: reply, report: true))
+    }
+  }
+
+  /// A reason a request cannot be served.
+  struct Failure: Error {
+    var code: String
+    var message: String
+    /// The stack's own error name, published as `"bluez"`.
+    var detail: String?
+    init(_ code: String, _ message: String) {
+      self.code = code
+      self.message = message
+    }
+  }
+
+  /// The characteristic a path names on a ready link.
+  func target(_ path: CharacteristicPath) -> Result<
+    (GATTCharacteristicID, GATTTree.Characteristic), Failure
+  > {
+    let address = linkByID[path.device] ?? (try? BluetoothAddress(path.device.rawValue))
+    guard let address, knows(address) else {
+      return .failure(Failure("unknown_device", "'\(path.device)' is not a known device"))
+    }
+    guard let link = links[address], link.state.isConnected, !link.closing else {
+      return .failure(Failure("not_connected", "\(address) is not connected"))
+    }
+    guard let tree = link.tree, link.state == .ready else {
+      return .failure(Failure("not_connected", "\(address) is still discovering its services"))
+    }
+    guard
+      let characteristic = tree.characteristic(
+        service: path.service, characteristic: path.characteristic)
+    else {
+      return .failure(
+        Failure(
+          "unknown_characteristic",
+          "\(address) has no characteristic \(path.characteristic.topicSegment) in service "
+            + path.service.topicSegment))
+    }
+    return .success(
+      (
+        GATTCharacteristicID(
+          address: address, service: path.service, characteristic: path.characteristic),
+        characteristic
+      ))
+  }
+
+  /// The value format of a characteristic.
+  func format(for path: CharacteristicPath) -> ValueFormat {
+    configuration.formats.first {
+      $0.selector.matches(
+        device: path.device, service: path.service, characteristic: path.characteristic)
+    }?.format ?? configuration.defaultFormat
+  }
+
+  func path(_ id: GATTCharacteristicID, _ device: DeviceID) -> CharacteristicPath {
+    CharacteristicPath(device: device, service: id.service, characteristic: id.characteristic)
+  }
+
+  func requestError(_ topic: TopicName, code: String, _ message: String) -> [GATTOutput] {
+    [
+      event(
+        "request_error",
+        ["topic": .string(topic.rawValue), "error": .string(code), "message": .string(message)])
+    ]
+  }
+
+  /// The result publications of a request that failed before reaching the device.
+  mutating func result(
+    _ path: CharacteristicPath, op: String, transaction: JSONValue?, reply: ReplyAddress?,
+    error: PayloadError
+  ) -> [GATTOutput] {
+    result(
+      path, op: op, transaction: transaction, reply: reply, Failure(error.code, error.description))
+  }
+
+  mutating func result(
+    _ path: CharacteristicPath, op: String, transaction: JSONValue?, reply: ReplyAddress?,
+    _ failure: Failure
+  ) -> [GATTOutput] {
+    counters.errors += 1
+    var object: JSONObject = [
+      "op": .string(op), "status": "error", "error": .string(failure.code),
+      "message": .string(failure.message), "gw": .string(topics.gateway.rawValue),
+    ]
+    if let transaction { object["transaction"] = transaction }
+    if let detail = failure.detail { object["bluez"] = .string(detail) }
+    return resultOutputs(path, object, reply: reply)
+  }
+
+  func resultOutputs(_ path: CharacteristicPath, _ object: JSONObject, reply: ReplyAddress?)
+    -> [GATTOutput]
+  {
+    let payload = JSONValue.object(object).serializedBytes()
+    var outputs: [GATTOutput] = [
+      .publish(topic: topics.result(path), payload: payload, retain: false)
+    ]
+    if let reply { outputs.append(.reply(reply, payload: payload)) }
+    return outputs
+  }
+}

@@ -1,0 +1,235 @@
+/// The connection half of the central role, as one pure state machine: connections (C4, C10),
+/// the GATT tree (C5), reads (C6), notifications (C7), writes (C8) and the transfer protocol's
+/// central side (C9).
+///
+/// The gateway feeds it every ``CentralEvent``, the device-plane requests of TOPICS.md, the
+/// outcome of each connection attempt and GATT operation it asked for, and a tick about once a
+/// second; it carries out every returned ``GATTOutput`` in order.
+///
+/// Guarantees:
+/// - **One operation per characteristic at a time.** Requests wait in a bounded queue per
+///   characteristic (``Configuration/queueLimit``), so BlueZ's `InProgress` cannot happen
+///   through the bridge; different characteristics proceed in parallel.
+/// - **One connection attempt at a time**, each with a timeout, at most
+///   ``Configuration/maxConnections`` links; failed attempts are retried with a delay chosen
+///   by the kind of failure (``retryDelay(after:attempt:)``).
+/// - **Notifications re-armed on every connection**: the desired state (retained `/notify`
+///   messages, `bluetooth.gatt.notify`, the transfer characteristic) is applied each time the
+///   services are resolved.
+/// - **Orderly teardown**: notifications are turned off, then the device is disconnected (on a
+///   `disconnected` request and on shutdown).
+///
+/// What it publishes:
+///
+/// | topic | retain | when |
+/// |---|---|---|
+/// | `<base>/<dev>/connection` | yes | every state change |
+/// | `<base>/<dev>/gatt` | yes | services resolved |
+/// | `<base>/<dev>/gatt/<svc>/<chr>` | per `mqtt.retain_values` | a read or a notification |
+/// | `<base>/<dev>/gatt/<svc>/<chr>/result` | no | each request's outcome, notification state changes |
+/// | `<base>/<dev>/transfer` | no | a complete transfer-protocol text |
+/// | `<base>/bridge/<gw>/event` | no | `connected`, `disconnected`, `connect_failed`, `gatt_resolved`, `transfer_aborted`, `transfer_too_long`, `request_error` |
+public struct GATTBridge: Sendable {
+  /// The settings; every default is the documented configuration default.
+  public struct Configuration: Sendable {
+    /// Which devices to connect to by itself (`bluetooth.connect.addresses|names|uuids`).
+    public var policy: ConnectionPolicy
+    /// The most simultaneous connections (`bluetooth.connect.max_connections`, default 5).
+    public var maxConnections: Int
+    /// Seconds per connection attempt (`bluetooth.connect.timeout`, default 20).
+    public var connectTimeout: Double
+    /// The first delay before retrying (`bluetooth.connect.retry_min_delay`, default 2).
+    public var retryMinDelay: Double
+    /// The longest delay between retries (`bluetooth.connect.retry_max_delay`, default 120).
+    public var retryMaxDelay: Double
+    /// Seconds per GATT operation (`bluetooth.gatt.timeout`, default 15).
+    public var operationTimeout: Double
+    /// The value format of characteristics no rule names (`bluetooth.gatt.format`).
+    public var defaultFormat: ValueFormat
+    /// Value formats per characteristic; the first matching rule wins
+    /// (`bluetooth.gatt.formats`).
+    public var formats: [FormatRule]
+    /// Characteristics whose notifications are turned on at every connection
+    /// (`bluetooth.gatt.notify`).
+    public var notify: [CharacteristicSelector]
+    /// When not empty, only these characteristics may be written (`bluetooth.gatt.writable`).
+    public var writable: [CharacteristicSelector]
+    /// The most operations waiting per characteristic (`bluetooth.gatt.queue_limit`).
+    public var queueLimit: Int
+    /// The transfer service (`bluetooth.transfer.service`).
+    public var transferService: BluetoothUUID
+    /// The transfer characteristic (`bluetooth.transfer.characteristic`).
+    public var transferCharacteristic: BluetoothUUID
+    /// The longest reassembled text in bytes (`bluetooth.transfer.max_bytes`).
+    public var transferMaxBytes: Int
+    /// Whether values are published retained (`mqtt.retain_values`).
+    public var retainValues: Bool
+
+    /// Makes a configuration.
+    ///
+    /// - Parameters:
+    ///   - policy: Which devices to connect to by itself.
+    ///   - maxConnections: The most simultaneous connections.
+    ///   - connectTimeout: Seconds per connection attempt.
+    ///   - retryMinDelay: The first delay before retrying.
+    ///   - retryMaxDelay: The longest delay between retries.
+    ///   - operationTimeout: Seconds per GATT operation.
+    ///   - defaultFormat: The value format of characteristics no rule names.
+    ///   - formats: Value formats per characteristic.
+    ///   - notify: Characteristics whose notifications are turned on at every connection.
+    ///   - writable: When not empty, the only characteristics that may be written.
+    ///   - queueLimit: The most operations waiting per characteristic.
+    ///   - transferService: The transfer service.
+    ///   - transferCharacteristic: The transfer characteristic.
+    ///   - transferMaxBytes: The longest reassembled text.
+    ///   - retainValues: Whether values are published retained.
+    public init(
+      policy: ConnectionPolicy = ConnectionPolicy(), maxConnections: Int = 5,
+      connectTimeout: Double = 20, retryMinDelay: Double = 2, retryMaxDelay: Double = 120,
+      operationTimeout: Double = 15, defaultFormat: ValueFormat = .hex,
+      formats: [FormatRule] = [], notify: [CharacteristicSelector] = [],
+      writable: [CharacteristicSelector] = [], queueLimit: Int = 64,
+      transferService: BluetoothUUID = GATTBridge.defaultTransferService,
+      transferCharacteristic: BluetoothUUID = GATTBridge.defaultTransferCharacteristic,
+      transferMaxBytes: Int = 1 << 20, retainValues: Bool = false
+    ) {
+      self.policy = policy
+      self.maxConnections = max(1, maxConnections)
+      self.connectTimeout = connectTimeout
+      self.retryMinDelay = retryMinDelay
+      self.retryMaxDelay = max(retryMinDelay, retryMaxDelay)
+      self.operationTimeout = operationTimeout
+      self.defaultFormat = defaultFormat
+      self.formats = formats
+      self.notify = notify
+      self.writable = writable
+      self.queueLimit = max(1, queueLimit)
+      self.transferService = transferService
+      self.transferCharacteristic = transferCharacteristic
+      self.transferMaxBytes = max(1, transferMaxBytes)
+      self.retainValues = retainValues
+    }
+  }
+
+  /// Counters for `<base>/bridge/<gw>/health`.
+  public struct Counters: Sendable, Hashable {
+    /// Connection attempts started.
+    public var connectAttempts: UInt64 = 0
+    /// Connection attempts that failed.
+    public var connectFailures: UInt64 = 0
+    /// Links lost without being asked to.
+    public var unexpectedDisconnects: UInt64 = 0
+    /// Notifications received.
+    public var notifications: UInt64 = 0
+    /// GATT operations carried out.
+    public var operations: UInt64 = 0
+    /// Requests and operations answered with an error.
+    public var errors: UInt64 = 0
+    /// Transfer-protocol texts published.
+    public var transfers: UInt64 = 0
+    /// Partial transfer texts discarded (disconnection or size limit).
+    public var transfersAborted: UInt64 = 0
+  }
+
+  /// The transfer service of Apple's "BTLE Transfer" sample (MISSION.md P2).
+  public static let defaultTransferService = BluetoothUUID(
+    high: 0xE20A_39F4_73F5_4BC4, low: 0xA12F_17D1_AD07_A961)
+  /// The transfer characteristic of Apple's "BTLE Transfer" sample (MISSION.md P2).
+  public static let defaultTransferCharacteristic = BluetoothUUID(
+    high: 0x0859_0F7E_DB05_467E, low: 0x8757_72F6_FAEB_13D4)
+  /// The longest value the ATT protocol allows (Core spec Vol 3 Part F 3.2.9).
+  public static let maximumValueLength = 512
+
+  /// The topic map.
+  public let topics: Topics
+  /// The settings.
+  public let configuration: Configuration
+  /// The counters.
+  public internal(set) var counters = Counters()
+
+  var links: [BluetoothAddress: Link] = [:]
+  var linkByID: [DeviceID: BluetoothAddress] = [:]
+  /// Addresses seen recently, in two generations so the memory stays bounded.
+  var seen: Set<BluetoothAddress> = []
+  var seenBefore: Set<BluetoothAddress> = []
+  /// The desired notification state from `/notify` messages.
+  var notifyWanted: [CharacteristicPath: Bool] = [:]
+  var queues: [GATTCharacteristicID: [Pending]] = [:]
+  var running: [UInt64: Pending] = [:]
+  var active: Set<GATTCharacteristicID> = []
+  var nextOperation: UInt64 = 1
+  var stopping = false
+
+  static let seenGeneration = 4096
+
+  /// Makes a bridge with no device yet.
+  ///
+  /// - Parameters:
+  ///   - topics: The topic map.
+  ///   - configuration: The settings.
+  public init(topics: Topics, configuration: Configuration = Configuration()) {
+    self.topics = topics
+    self.configuration = configuration
+    for address in configuration.policy.addresses.sorted() {
+      var link = Link(address: address, now: 0)
+      link.selected = true
+      links[address] = link
+      linkByID[link.id] = address
+    }
+  }
+
+  /// Whether no device is connected or being connected: after ``shutdown(now:)``, the gateway
+  /// may stop once this holds.
+  public var isIdle: Bool {
+    links.values.allSatisfy { !$0.state.isConnected && $0.state != .connecting }
+  }
+
+  /// The connection state of a device, `nil` when the bridge does not track it.
+  ///
+  /// - Parameter address: The device's address.
+  /// - Returns: Its state.
+  public func state(of address: BluetoothAddress) -> ConnectionState? { links[address]?.state }
+
+  /// The figures for the health payload: `{"connections":…,"connect_attempts":…,…}`.
+  public var healthJSON: JSONObject {
+    func number(_ value: UInt64) -> JSONValue { .integer(Int64(clamping: value)) }
+    return [
+      "connections": .integer(Int64(links.values.filter { $0.state.isConnected }.count)),
+      "connect_attempts": number(counters.connectAttempts),
+      "connect_failures": number(counters.connectFailures),
+      "unexpected_disconnects": number(counters.unexpectedDisconnects),
+      "notifications": number(counters.notifications),
+      "gatt_operations": number(counters.operations),
+      "gatt_errors": number(counters.errors),
+      "gatt_queued": .integer(Int64(queues.values.reduce(0) { $0 + $1.count })),
+      "transfers": number(counters.transfers),
+      "transfers_aborted": number(counters.transfersAborted),
+    ]
+  }
+
+  /// Lets time pass: retries whose time has come start.
+  ///
+  /// - Parameter now: The time, in seconds since the Unix epoch.
+  /// - Returns: What to do.
+  public mutating func tick(now: Double) -> [GATTOutput] {
+    schedule(now: now)
+  }
+
+  /// Starts the orderly teardown of every link: notifications off, then disconnect; no new
+  /// connection starts afterwards. Call ``tick(now:)`` and feed results until ``isIdle``.
+  ///
+  /// - Parameter now: The time.
+  /// - Returns: What to do.
+  public mutating func shutdown(now: Double) -> [GATTOutput] {
+    stopping = true
+    var outputs: [GATTOutput] = []
+    for address in links.keys.sorted() { outputs += teardown(address, now: now) }
+    return outputs
+  }
+
+  /// The links still up (for a last forced disconnect when the teardown takes too long).
+  public var connectedAddresses: [BluetoothAddress] {
+    links.values.filter { $0.state.isConnected || $0.state == .connecting }.map(\.address)
+      .sorted()
+  }
+}

@@ -1,0 +1,349 @@
+import BlueZ
+import BridgeCore
+import BusTestSupport
+import DBus
+import Logging
+import Testing
+
+/// Connections and GATT operations of the central against ``FakeBlueZ`` on a private bus.
+@Suite(
+  "BlueZCentral GATT on a private bus",
+  .enabled(if: PrivateBus.isAvailable, "dbus-daemon is not installed (apt-get install dbus)"),
+  .timeLimit(.minutes(1)))
+struct BlueZGATTTests {
+  static let deviceAddress = "A4:C1:38:1E:29:DF"
+  static let battery = BluetoothUUID(uuid16: 0x180F)
+  static let level = BluetoothUUID(uuid16: 0x2A19)
+  static let control = BluetoothUUID(uuid16: 0xFFF1)
+  static let custom = BluetoothUUID(uuid16: 0xFFF0)
+
+  static func long(_ uuid: BluetoothUUID) -> String { uuid.longForm }
+
+  /// The GATT objects of the test device: a custom service (handle 0x20) exported before the
+  /// battery service (handle 0x10), so the tree's order must come from the paths.
+  struct Device {
+    var path: String
+    var level: String
+    var control: String
+  }
+
+  static func exportGATT(_ fake: FakeBlueZ, device path: String) async throws -> Device {
+    let custom = try await fake.addService(device: path, handle: 0x20, uuid: long(Self.custom))
+    let control = try await fake.addCharacteristic(
+      service: custom, handle: 0x21, uuid: long(Self.control),
+      flags: ["write", "write-without-response"], mtu: 185)
+    let battery = try await fake.addService(device: path, handle: 0x10, uuid: long(Self.battery))
+    let level = try await fake.addCharacteristic(
+      service: battery, handle: 0x11, uuid: long(Self.level), flags: ["read", "notify"],
+      value: [87], mtu: 247)
+    try await fake.addDescriptor(
+      characteristic: level, handle: 0x13, uuid: long(.init(uuid16: 0x2902)))
+    return Device(path: path, level: level, control: control)
+  }
+
+  static let expectedTree = GATTTree(
+    services: [
+      .init(
+        uuid: battery,
+        characteristics: [
+          .init(uuid: level, flags: ["read", "notify"], descriptors: [.init(uuid16: 0x2902)])
+        ]),
+      .init(
+        uuid: custom,
+        characteristics: [.init(uuid: control, flags: ["write", "write-without-response"])]),
+    ], mtu: 247)
+
+  static var address: BluetoothAddress { try! BluetoothAddress(deviceAddress) }
+  static var levelID: GATTCharacteristicID {
+    GATTCharacteristicID(address: address, service: battery, characteristic: level)
+  }
+  static var controlID: GATTCharacteristicID {
+    GATTCharacteristicID(address: address, service: custom, characteristic: control)
+  }
+
+  static func isResolved(_ event: CentralEvent) -> Bool {
+    if case .servicesResolved = event { true } else { false }
+  }
+
+  /// A central on `bus` whose model already holds a connected device with resolved services.
+  static func resolved(_ bus: PrivateBus) async throws -> (
+    FakeBlueZ, Device, BlueZCentral, Recorder<CentralEvent>, Task<Void, Never>
+  ) {
+    let fake = try await FakeBlueZ.start(on: bus)
+    let path = try await fake.addDevice(
+      deviceAddress, properties: ["Connected": .bool(true), "ServicesResolved": .bool(true)])
+    let device = try await exportGATT(fake, device: path)
+    let (central, events, task) = BlueZCentralTests.central(bus)
+    try await events.next(where: isResolved)
+    return (fake, device, central, events, task)
+  }
+
+  /// Waits up to 5 s for `condition`.
+  static func until(_ what: String, _ condition: () async -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(5)
+    while await !condition() {
+      guard ContinuousClock.now < deadline else { throw HarnessError("not within 5 s: \(what)") }
+      try await Task.sleep(for: .milliseconds(10))
+    }
+  }
+
+  @Test("Connect, then services appearing and ServicesResolved become the GATT tree")
+  func treeOnServicesResolved() async throws {
+    try await PrivateBus.with { bus in
+      let fake = try await FakeBlueZ.start(on: bus)
+      let path = try await fake.addDevice(Self.deviceAddress)
+      let (central, events, task) = BlueZCentralTests.central(bus)
+      defer { task.cancel() }
+      try await events.next { if case .deviceAppeared = $0 { true } else { false } }
+
+      try await central.connect(Self.address, timeout: 5)
+      #expect(fake.calls("Connect").map(\.path) == [path])
+      try await events.next { $0 == .connectionChanged(Self.address, connected: true) }
+
+      _ = try await Self.exportGATT(fake, device: path)
+      try await fake.change(path, "org.bluez.Device1", ["ServicesResolved": .bool(true)])
+      let resolved = try await events.next(where: Self.isResolved)
+      #expect(resolved == .servicesResolved(Self.address, Self.expectedTree))
+      #expect(await central.statistics.gattObjects == 5)
+
+      // Connecting a device whose services are resolved already reports its tree again.
+      try await central.connect(Self.address, timeout: 5)
+      let again = try await events.next(where: Self.isResolved)
+      #expect(again == resolved)
+
+      try await central.disconnect(Self.address)
+      try await events.next { $0 == .connectionChanged(Self.address, connected: false) }
+      // Not connected (BlueZ answers NotConnected) and unknown devices are not errors.
+      try await central.disconnect(Self.address)
+      try await central.disconnect(try BluetoothAddress("00:00:00:00:00:01"))
+      #expect(fake.calls("Disconnect").count == 2)
+      await fake.stop()
+    }
+  }
+
+  @Test("a device connected and resolved in the snapshot reports its tree after appearing")
+  func snapshotTree() async throws {
+    try await PrivateBus.with { bus in
+      let (fake, _, _, events, task) = try await Self.resolved(bus)
+      defer { task.cancel() }
+      let appeared = events.all.firstIndex {
+        if case .deviceAppeared(let a) = $0 { a.address == Self.address } else { false }
+      }
+      let resolved = events.all.firstIndex(where: Self.isResolved)
+      #expect(appeared != nil && resolved != nil && appeared! < resolved!)
+      #expect(events.all[resolved!] == .servicesResolved(Self.address, Self.expectedTree))
+      await fake.stop()
+    }
+  }
+
+  @Test("read and write send ReadValue({}) and WriteValue(value, {type: request|command})")
+  func readWrite() async throws {
+    try await PrivateBus.with { bus in
+      let (fake, device, central, _, task) = try await Self.resolved(bus)
+      defer { task.cancel() }
+
+      #expect(try await central.read(Self.levelID, timeout: 5) == [87])
+      let reads = fake.calls("ReadValue")
+      #expect(reads.map(\.path) == [device.level])
+      #expect(reads.first?.arguments == [.properties([:])])
+
+      try await central.write(Self.controlID, value: [1, 2, 3], withResponse: true, timeout: 5)
+      try await central.write(Self.controlID, value: [], withResponse: false, timeout: 5)
+      let writes = fake.calls("WriteValue")
+      #expect(writes.map(\.path) == [device.control, device.control])
+      #expect(
+        writes.map(\.arguments) == [
+          [.bytes([1, 2, 3]), .properties(["type": .string("request")])],
+          [.bytes([]), .properties(["type": .string("command")])],
+        ])
+      await fake.stop()
+    }
+  }
+
+  @Test("200 notifications arrive as 200 events in order; Value changes while not notifying don't")
+  func notifications() async throws {
+    try await PrivateBus.with { bus in
+      let (fake, device, central, events, task) = try await Self.resolved(bus)
+      defer { task.cancel() }
+      let id = Self.levelID
+      func notifications() -> [[UInt8]] {
+        events.all.compactMap { if case .notification(id, let v) = $0 { v } else { nil } }
+      }
+
+      // A read updates Value (BlueZ signals it), and a Value change without Notifying: no events.
+      _ = try await central.read(id, timeout: 5)
+      try await fake.notify(device.level, [0xEE])
+
+      try await central.setNotify(id, enabled: true, timeout: 5)
+      #expect(fake.calls("StartNotify").map(\.path) == [device.level])
+      try await events.next { $0 == .notifyingChanged(id, true) }
+      // Starting again is harmless.
+      try await central.setNotify(id, enabled: true, timeout: 5)
+
+      let values = (0..<200).map { [UInt8($0 >> 8), UInt8($0 & 0xFF), 0x42] }
+      for value in values { try await fake.notify(device.level, value) }
+      try await events.next { $0 == .notification(id, values.last!) }
+      #expect(notifications() == values)
+
+      try await central.setNotify(id, enabled: false, timeout: 5)
+      try await events.next { $0 == .notifyingChanged(id, false) }
+      try await fake.notify(device.level, [0xEF])
+      // Stopping again: BlueZ answers "No notify session started", which is fine.
+      try await central.setNotify(id, enabled: false, timeout: 5)
+
+      // A sentinel after turning it on again proves that nothing came in between.
+      try await central.setNotify(id, enabled: true, timeout: 5)
+      try await fake.notify(device.level, [0xF0])
+      try await events.next { $0 == .notification(id, [0xF0]) }
+      #expect(notifications() == values + [[0xF0]])
+      await fake.stop()
+    }
+  }
+
+  @Test("connection errors map to stable codes with the D-Bus name kept")
+  func connectErrors() async throws {
+    try await PrivateBus.with { bus in
+      let fake = try await FakeBlueZ.start(on: bus)
+      try await fake.addDevice(Self.deviceAddress)
+      let (central, events, task) = BlueZCentralTests.central(bus)
+      defer { task.cancel() }
+      try await events.next { if case .deviceAppeared = $0 { true } else { false } }
+
+      let unknown = await #expect(throws: CentralError.self) {
+        try await central.connect(try BluetoothAddress("00:00:00:00:00:01"), timeout: 5)
+      }
+      #expect(unknown?.code == .notFound)
+
+      fake.fail("Connect", with: "org.bluez.Error.InProgress")
+      let busy = await #expect(throws: CentralError.self) {
+        try await central.connect(Self.address, timeout: 5)
+      }
+      #expect(busy?.code == .inProgress && busy?.detail == "org.bluez.Error.InProgress")
+
+      fake.fail("Connect", with: "org.bluez.Error.Failed", message: "le-connection-abort-by-local")
+      let aborted = await #expect(throws: CentralError.self) {
+        try await central.connect(Self.address, timeout: 5)
+      }
+      #expect(aborted?.code == .aborted && aborted?.detail == "org.bluez.Error.Failed")
+      #expect(aborted?.message.contains("le-connection-abort-by-local") == true)
+
+      fake.fail("Connect", with: "org.bluez.Error.AlreadyConnected")
+      try await central.connect(Self.address, timeout: 5)
+      #expect(fake.calls("Connect").count == 3)
+      await fake.stop()
+    }
+  }
+
+  @Test("a connection attempt without answer times out and is cancelled with Disconnect")
+  func connectTimeout() async throws {
+    try await PrivateBus.with { bus in
+      let fake = try await FakeBlueZ.start(on: bus)
+      let path = try await fake.addDevice(Self.deviceAddress)
+      let (central, events, task) = BlueZCentralTests.central(bus)
+      defer { task.cancel() }
+      try await events.next { if case .deviceAppeared = $0 { true } else { false } }
+
+      fake.hang("Connect")
+      let start = ContinuousClock.now
+      let timeout = await #expect(throws: CentralError.self) {
+        try await central.connect(Self.address, timeout: 0.3)
+      }
+      let elapsed = ContinuousClock.now - start
+      #expect(timeout?.code == .timeout)
+      #expect(timeout?.detail == "org.freedesktop.DBus.Error.NoReply")
+      #expect(elapsed >= .milliseconds(300) && elapsed < .seconds(4))
+      #expect(fake.calls("Disconnect").map(\.path) == [path])
+      await fake.stop()
+    }
+  }
+
+  @Test("GATT errors: not connected, unknown characteristic, BlueZ refusals, malformed replies")
+  func gattErrors() async throws {
+    try await PrivateBus.with { bus in
+      let (fake, device, central, events, task) = try await Self.resolved(bus)
+      defer { task.cancel() }
+      let odd = try await fake.addCharacteristic(
+        service: device.path + "/service0010", handle: 0x15, uuid: Self.long(.init(uuid16: 0x2A1A)),
+        flags: ["read"], readReply: .string("surprise"))
+      let oddID = GATTCharacteristicID(
+        address: Self.address, service: Self.battery, characteristic: .init(uuid16: 0x2A1A))
+      try await Self.until("the new characteristic is mirrored") {
+        await central.statistics.gattObjects == 6
+      }
+
+      let malformed = await #expect(throws: CentralError.self) {
+        try await central.read(oddID, timeout: 5)
+      }
+      #expect(malformed?.code == .bluezError)
+      #expect(malformed?.message.contains("instead of 'ay'") == true)
+      #expect(fake.calls("ReadValue").map(\.path) == [odd])
+
+      let missing = await #expect(throws: CentralError.self) {
+        try await central.read(
+          GATTCharacteristicID(
+            address: Self.address, service: Self.custom, characteristic: Self.level),
+          timeout: 5)
+      }
+      #expect(missing?.code == .unknownCharacteristic)
+
+      fake.fail("ReadValue", with: "org.bluez.Error.NotPermitted", message: "Read not permitted")
+      let refused = await #expect(throws: CentralError.self) {
+        try await central.read(Self.levelID, timeout: 5)
+      }
+      #expect(refused?.code == .notPermitted && refused?.detail == "org.bluez.Error.NotPermitted")
+
+      fake.fail("WriteValue", with: "org.bluez.Error.InProgress")
+      let busy = await #expect(throws: CentralError.self) {
+        try await central.write(Self.controlID, value: [1], withResponse: true, timeout: 5)
+      }
+      #expect(busy?.code == .inProgress)
+
+      fake.fail("WriteValue", with: "org.bluez.Error.Failed", message: "Not connected")
+      let gone = await #expect(throws: CentralError.self) {
+        try await central.write(Self.controlID, value: [1], withResponse: false, timeout: 5)
+      }
+      #expect(gone?.code == .notConnected && gone?.detail == "org.bluez.Error.Failed")
+
+      fake.fail("StartNotify", with: "org.bluez.Error.NotConnected")
+      let notConnected = await #expect(throws: CentralError.self) {
+        try await central.setNotify(Self.levelID, enabled: true, timeout: 5)
+      }
+      #expect(notConnected?.code == .notConnected)
+
+      // After the link goes down nothing is sent to BlueZ.
+      try await fake.change(device.path, "org.bluez.Device1", ["Connected": .bool(false)])
+      try await events.next { $0 == .connectionChanged(Self.address, connected: false) }
+      let reads = fake.calls("ReadValue").count
+      let down = await #expect(throws: CentralError.self) {
+        try await central.read(Self.levelID, timeout: 5)
+      }
+      #expect(down?.code == .notConnected)
+      #expect(fake.calls("ReadValue").count == reads)
+      // Turning notifications off on a disconnected device is fine.
+      try await central.setNotify(Self.levelID, enabled: false, timeout: 5)
+      await fake.stop()
+    }
+  }
+
+  @Test("without bluetoothd, operations report unavailable")
+  func unavailable() async throws {
+    try await PrivateBus.with { bus in
+      let fake = try await FakeBlueZ.start(on: bus)
+      let (central, events, task) = BlueZCentralTests.central(bus)
+      defer { task.cancel() }
+      try await events.next(where: BlueZCentralTests.isAdapter("hci0"))
+      await fake.stop()
+      try await events.next { $0 == .stackLost }
+      let connect = await #expect(throws: CentralError.self) {
+        try await central.connect(Self.address, timeout: 1)
+      }
+      #expect(connect?.code == .unavailable)
+      let read = await #expect(throws: CentralError.self) {
+        try await central.read(Self.levelID, timeout: 1)
+      }
+      #expect(read?.code == .unavailable)
+      try await central.disconnect(Self.address)
+      #expect(await central.statistics.gattObjects == 0)
+    }
+  }
+}

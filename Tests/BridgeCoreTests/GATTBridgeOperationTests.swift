@@ -1,0 +1,257 @@
+import BridgeCore
+import Testing
+
+@Suite("GATT bridge: reads, writes, notifications, transfer")
+struct GATTBridgeOperationTests {
+  typealias H = GATTHarness
+
+  func readyHarness(_ configuration: GATTBridge.Configuration = .init()) -> GATTHarness {
+    var configuration = configuration
+    configuration.policy = ConnectionPolicy(addresses: [H.sensor])
+    var h = GATTHarness(configuration)
+    h.finishAll(h.ready())
+    return h
+  }
+
+  @Test("a read publishes the value, then an ok result with the transaction")
+  func read() throws {
+    var h = readyHarness()
+    let path = H.path(H.battery, H.batteryLevel)
+    let asked = h.send(.get(path), #"{"transaction":"t1"}"#)
+    let operation = try #require(asked.operations.first)
+    #expect(operation.kind == .read)
+    let done = h.finish(operation, .success([0x50]))
+    #expect(
+      done.publishedTopics == [
+        "gatt2mqtt/A4C1381E29DF/gatt/180f/2a19", "gatt2mqtt/A4C1381E29DF/gatt/180f/2a19/result",
+      ])
+    #expect(done[0].payload == Array("50".utf8))
+    #expect(done[0].retain == false)
+    #expect(h.results(path).last?["status"] == "ok")
+    #expect(h.results(path).last?["transaction"] == "t1")
+  }
+
+  @Test("operations on one characteristic never overlap and keep their order")
+  func perCharacteristicOrder() throws {
+    var h = readyHarness()
+    let path = H.path(H.control, H.command)
+    var handedOut: [GATTOperation] = []
+    for index in 0..<20 {
+      handedOut +=
+        h.send(.set(path), #"{"hex":"\#(String(format2: index))","transaction":\#(index)}"#)
+        .operations
+    }
+    // Only the first goes out; another characteristic is not held up.
+    #expect(handedOut.count == 1)
+    let other = h.send(.get(H.path(H.battery, H.batteryLevel)), "").operations
+    #expect(other.count == 1)
+    var written: [[UInt8]] = []
+    var current = handedOut[0]
+    while true {
+      if case .write(let value, let withResponse) = current.kind {
+        #expect(withResponse)
+        written.append(value)
+      }
+      let next = h.finish(current).operations
+      #expect(next.count <= 1)
+      guard let following = next.first else { break }
+      current = following
+    }
+    #expect(written == (0..<20).map { [UInt8($0)] })
+    let transactions = h.results(path).map { $0["transaction"] }
+    #expect(transactions == (0..<20).map { .integer(Int64($0)) })
+    #expect(h.results(path).allSatisfy { $0["status"] == "ok" })
+  }
+
+  @Test("a full queue answers busy")
+  func queueLimit() {
+    var h = readyHarness(.init(queueLimit: 3))
+    let path = H.path(H.control, H.command)
+    for _ in 0..<5 { h.send(.set(path), "01") }
+    // One running, three waiting, one refused.
+    #expect(h.results(path).map { $0["error"] } == [.string("busy")])
+  }
+
+  @Test("the write type follows the flags or the request")
+  func writeType() throws {
+    var h = readyHarness()
+    let stream = H.path(H.control, H.stream)
+    let command = H.path(H.control, H.command)
+    let unacknowledged = try #require(h.send(.set(stream), "0102").operations.first)
+    #expect(unacknowledged.kind == .write([1, 2], withResponse: false))
+    h.send(.set(command), #"{"hex":"01","response":false}"#)
+    #expect(h.results(command).last?["error"] == "not_permitted")
+    h.send(.set(stream), #"{"utf8":"hi","response":true}"#)
+    #expect(h.results(stream).last?["error"] == "not_permitted")
+  }
+
+  @Test("every error code of TOPICS.md is produced where it belongs")
+  func errorCodes() throws {
+    var h = readyHarness(
+      .init(writable: [try CharacteristicSelector(parsing: "*/fff0/fff2")]))
+    let command = H.path(H.control, H.command)
+    let stream = H.path(H.control, H.stream)
+    let battery = H.path(H.battery, H.batteryLevel)
+    let hr = H.path(H.heartRate, H.heartRateMeasurement)
+
+    h.send(.set(stream), "zz")
+    #expect(h.results(stream).last?["error"] == "invalid_payload")
+    h.send(.get(battery), "[1]")
+    #expect(h.results(battery).last?["error"] == "invalid_payload")
+    h.send(.notify(hr), "maybe")
+    #expect(h.results(hr).last?["error"] == "invalid_payload")
+
+    let stranger = H.path(H.battery, H.batteryLevel, on: Fixture.address("11:22:33:44:55:66"))
+    h.send(.get(stranger), "")
+    #expect(h.results(stranger).last?["error"] == "unknown_device")
+
+    let missing = H.path(H.battery, BluetoothUUID(uuid16: 0x2A1A))
+    h.send(.get(missing), "")
+    #expect(h.results(missing).last?["error"] == "unknown_characteristic")
+
+    h.send(.get(hr), "")
+    #expect(h.results(hr).last?["error"] == "not_permitted")
+    h.send(.set(command), "01")
+    #expect(h.results(command).last?["error"] == "not_permitted")
+    #expect(h.results(command).last?["message"]?.stringValue?.contains("writable") == true)
+
+    h.send(.set(stream), String(repeating: "00", count: 21))
+    #expect(h.results(stream).last?["error"] == "too_long")
+    let ok = try #require(h.send(.set(stream), String(repeating: "00", count: 20)).operations.first)
+    h.finish(ok, .failure(CentralError(.timeout, message: "no answer")))
+    #expect(h.results(stream).last?["error"] == "timeout")
+
+    let read = try #require(h.send(.get(battery), "").operations.first)
+    h.finish(
+      read,
+      .failure(
+        CentralError(.bluezError, message: "read failed", detail: "org.bluez.Error.Failed")))
+    #expect(h.results(battery).last?["error"] == "bluez_error")
+    #expect(h.results(battery).last?["bluez"] == "org.bluez.Error.Failed")
+
+    h.event(.connectionChanged(H.sensor, connected: false))
+    h.send(.get(battery), "")
+    #expect(h.results(battery).last?["error"] == "not_connected")
+  }
+
+  @Test("values longer than the ATT limit are refused with too_long")
+  func attLimit() {
+    var h = readyHarness()
+    let command = H.path(H.control, H.command)
+    h.send(.set(command), String(repeating: "ab", count: 513))
+    #expect(h.results(command).last?["error"] == "too_long")
+    #expect(h.send(.set(command), String(repeating: "ab", count: 512)).operations.count == 1)
+  }
+
+  @Test("queued operations fail with not_connected when the link drops")
+  func queuedFailOnDisconnect() {
+    var h = readyHarness()
+    let command = H.path(H.control, H.command)
+    for _ in 0..<3 { h.send(.set(command), "01") }
+    h.event(.connectionChanged(H.sensor, connected: false))
+    #expect(
+      h.results(command).map { $0["error"] } == [
+        .string("not_connected"), .string("not_connected"),
+      ])
+  }
+
+  @Test("MQTT 5 requests are answered on their response topic with the correlation data")
+  func mqtt5Reply() {
+    var h = readyHarness()
+    let reply = ReplyAddress(topic: "app/replies", correlationData: [1, 2, 3])
+    let produced = h.send(.set(H.path(H.control, H.command)), "zz", reply: reply)
+    let replies = produced.compactMap { output -> ReplyAddress? in
+      if case .reply(let address, _) = output { address } else { nil }
+    }
+    #expect(replies == [reply])
+  }
+
+  @Test("notifications follow /notify and config, are re-armed on every connection, never twice")
+  func rearm() throws {
+    var h = GATTHarness(
+      .init(
+        policy: ConnectionPolicy(addresses: [H.sensor]),
+        notify: [try CharacteristicSelector(parsing: "*/180f/2a19")]))
+    let hr = H.path(H.heartRate, H.heartRateMeasurement)
+    // Desired before the device is connected: remembered, no error.
+    #expect(h.send(.notify(hr), "on").isEmpty)
+    let arming = h.ready()
+    let enabled = Set(
+      arming.operations.filter { $0.kind == .notify(true) }.map(\.characteristic.characteristic))
+    #expect(
+      enabled == [H.heartRateMeasurement, H.batteryLevel, GATTBridge.defaultTransferCharacteristic])
+    h.finishAll(arming)
+    #expect(h.results(hr).last?["notifying"] == true)
+    // Values arrive in order, published in the format.
+    for seq in 0..<100 {
+      let produced = h.event(.notification(H.id(H.heartRate, H.heartRateMeasurement), [UInt8(seq)]))
+      #expect(produced.first?.payload == Array(String(format2: seq).utf8))
+    }
+    // The services resolved again on the same link: nothing is armed twice.
+    for operation in arming.operations {
+      h.event(.notifyingChanged(operation.characteristic, true))
+    }
+    #expect(h.event(.servicesResolved(H.sensor, H.tree)).operations.isEmpty)
+    // Reconnect: armed again, once each.
+    h.event(.connectionChanged(H.sensor, connected: false))
+    h.tick(2)
+    h.connected(H.sensor)
+    let again = h.event(.servicesResolved(H.sensor, H.tree)).operations
+    #expect(Set(again.map(\.characteristic.characteristic)) == enabled)
+    #expect(again.count == 3)
+    h.finishAll(again)
+    // Off: turned off now, and not re-armed at the next connection.
+    let off = h.send(.notify(hr), "off").operations
+    #expect(off.map(\.kind) == [.notify(false)])
+    h.finish(off[0])
+    #expect(h.results(hr).last?["notifying"] == false)
+    h.event(.connectionChanged(H.sensor, connected: false))
+    h.tick(2)
+    h.connected(H.sensor)
+    let third = h.event(.servicesResolved(H.sensor, H.tree)).operations
+    #expect(!third.contains { $0.characteristic.characteristic == H.heartRateMeasurement })
+  }
+
+  @Test(
+    "transfer chunks are reassembled into one message; a partial text is reported on disconnect")
+  func transfer() throws {
+    var h = readyHarness(.init(transferMaxBytes: 100))
+    let id = H.id(GATTBridge.defaultTransferService, GATTBridge.defaultTransferCharacteristic)
+    let text = Array("Grüße aus dem Labor — 🚀".utf8)
+    var published: [[UInt8]] = []
+    for start in stride(from: 0, to: text.count, by: 5) {
+      let chunk = Array(text[start..<min(start + 5, text.count)])
+      published += h.event(.notification(id, chunk)).compactMap(\.payload)
+    }
+    #expect(published.isEmpty)
+    let done = h.event(.notification(id, Array("EOM".utf8)))
+    #expect(done.publishedTopics == ["gatt2mqtt/A4C1381E29DF/transfer"])
+    #expect(done.first?.payload == text)
+    // Too long.
+    for _ in 0..<30 { h.event(.notification(id, Array("abcde".utf8))) }
+    #expect(h.events("transfer_too_long").count == 1)
+    #expect(h.event(.notification(id, Array("EOM".utf8))).isEmpty)
+    // Partial then disconnect.
+    h.event(.notification(id, Array("half".utf8)))
+    h.event(.connectionChanged(H.sensor, connected: false))
+    #expect(h.events("transfer_aborted").first?["bytes"] == 4)
+    #expect(h.bridge.counters.transfers == 1)
+  }
+
+  @Test("the decoded format publishes typed JSON for known characteristics")
+  func decoded() throws {
+    var h = readyHarness(.init(formats: [try FormatRule(parsing: "*/180f/2a19=decoded")]))
+    let path = H.path(H.battery, H.batteryLevel)
+    let read = try #require(h.send(.get(path), "").operations.first)
+    let done = h.finish(read, .success([87]))
+    #expect(done.first?.json?.objectValue?["battery_level"] == 87)
+  }
+}
+
+extension String {
+  /// Two lower-case hex digits.
+  init(format2 value: Int) {
+    let digits = Array("0123456789abcdef")
+    self = String([digits[(value >> 4) & 15], digits[value & 15]])
+  }
+}

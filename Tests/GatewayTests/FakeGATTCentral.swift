@@ -1,0 +1,88 @@
+import BridgeCore
+import Synchronization
+
+/// An in-memory ``GATTCentral`` for tests: connects at once, serves reads and writes from a
+/// value store after a short delay, and records any overlap of two operations on one
+/// characteristic (which BlueZ would answer with `InProgress`).
+final class FakeGATTCentral: GATTCentral {
+  struct State {
+    var values: [GATTCharacteristicID: [UInt8]] = [:]
+    var writes: [GATTCharacteristicID: [[UInt8]]] = [:]
+    var busy: Set<GATTCharacteristicID> = []
+    var overlaps = 0
+    var notifyCalls: [(GATTCharacteristicID, Bool)] = []
+    var connects: [BluetoothAddress] = []
+    var disconnects: [BluetoothAddress] = []
+  }
+
+  let state = Mutex(State())
+  let tree: GATTTree
+  private let stream: AsyncStream<CentralEvent>
+  private let continuation: AsyncStream<CentralEvent>.Continuation
+
+  init(tree: GATTTree) {
+    self.tree = tree
+    (stream, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingOldest(4096))
+  }
+
+  func events() -> AsyncStream<CentralEvent> { stream }
+  func emit(_ event: CentralEvent) { continuation.yield(event) }
+
+  func adapters() async throws(CentralError) -> [AdapterInfo] { [] }
+  func startDiscovery(adapter: String, filter: DiscoveryFilter) async throws(CentralError) {}
+  func stopDiscovery(adapter: String) async throws(CentralError) {}
+  func setPowered(adapter: String, _ on: Bool) async throws(CentralError) {}
+
+  func connect(_ address: BluetoothAddress, timeout: Double) async throws(CentralError) {
+    state.withLock { $0.connects.append(address) }
+    emit(.connectionChanged(address, connected: true))
+    emit(.servicesResolved(address, tree))
+  }
+
+  func disconnect(_ address: BluetoothAddress) async throws(CentralError) {
+    state.withLock { $0.disconnects.append(address) }
+    emit(.connectionChanged(address, connected: false))
+  }
+
+  func read(_ characteristic: GATTCharacteristicID, timeout: Double) async throws(CentralError)
+    -> [UInt8]
+  {
+    try await exclusive(characteristic) { $0.values[characteristic] ?? [] }
+  }
+
+  func write(
+    _ characteristic: GATTCharacteristicID, value: [UInt8], withResponse: Bool, timeout: Double
+  ) async throws(CentralError) {
+    try await exclusive(characteristic) { state in
+      state.values[characteristic] = value
+      state.writes[characteristic, default: []].append(value)
+    }
+  }
+
+  func setNotify(_ characteristic: GATTCharacteristicID, enabled: Bool, timeout: Double)
+    async throws(CentralError)
+  {
+    try await exclusive(characteristic) { $0.notifyCalls.append((characteristic, enabled)) }
+    emit(.notifyingChanged(characteristic, enabled))
+  }
+
+  /// Runs `body` as one operation on `characteristic`, noting overlaps; fails like BlueZ.
+  private func exclusive<T>(
+    _ characteristic: GATTCharacteristicID, _ body: (inout State) -> T
+  ) async throws(CentralError) -> T {
+    let clash = state.withLock { state in
+      if state.busy.contains(characteristic) {
+        state.overlaps += 1
+        return true
+      }
+      state.busy.insert(characteristic)
+      return false
+    }
+    if clash { throw CentralError(.inProgress, message: "operation in progress") }
+    try? await Task.sleep(for: .milliseconds(2))
+    return state.withLock { state in
+      state.busy.remove(characteristic)
+      return body(&state)
+    }
+  }
+}
