@@ -127,12 +127,12 @@ public final class GatewayService: Service, Sendable {
   // MARK: - bridge plane
 
   private func subscribeToRequests() async {
-    var filters = [topics.bridgeRequestFilter.rawValue]
-    if connections != nil { filters += topics.deviceRequestFilters.map(\.rawValue) }
-    for filter in filters {
+    var filters = [(topics.bridgeRequestFilter.rawValue, "bridge")]
+    if connections != nil { filters += topics.deviceRequestFilters.map { ($0.rawValue, "device") } }
+    for (filter, kind) in filters {
       do {
         try await client.subscribe(filter, qos: .atLeastOnce)
-        logger.debug("subscribed to requests", metadata: ["mqtt.topic": "\(filter)"])
+        logger.debug("subscribed to \(kind) requests", metadata: ["mqtt.topic": "\(filter)"])
       } catch {
         logger.error(
           "cannot subscribe to requests: \(error)", metadata: ["mqtt.topic": "\(filter)"])
