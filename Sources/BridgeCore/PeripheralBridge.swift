@@ -1,0 +1,272 @@
+/// The peripheral role as one pure state machine (rows P1, P4–P6): the text fed by MQTT, the
+/// subscribed centrals, and transfers cut by ``TransferChunker``.
+///
+/// The gateway feeds it the text messages (``setText(_:now:)``) and the peripheral's events
+/// (``handle(_:now:)``), and runs a sender that pulls notifications with
+/// ``nextNotification()``, paces them, and reports each with ``notificationSent(now:)`` or
+/// ``notificationFailed(_:now:)``.
+///
+/// A text that arrives during a transfer waits until that transfer ends cleanly, then goes as a
+/// fresh transfer: centrals never receive a mix of two texts. One value goes to every
+/// subscriber, so chunks are as large as the **smallest** known MTU allows (MTU 23 when the
+/// stack has not told it).
+///
+/// Publishes `<base>/bridge/<gw>/peripheral/state` (retained) and
+/// `<base>/bridge/<gw>/peripheral/event` (`subscribed`, `unsubscribed`, `sent`, `aborted`,
+/// `text_refused`, `refused`).
+public struct PeripheralBridge: Sendable {
+  /// What the bridge wants done.
+  public enum Output: Sendable, Hashable {
+    /// Publish on MQTT.
+    case publish(topic: TopicName, payload: [UInt8], retain: Bool)
+    /// Make reads of the characteristic return this text (``BLEPeripheral/setReadValue(_:)``).
+    case setReadValue([UInt8])
+  }
+
+  /// One transfer under way.
+  struct Transfer: Sendable {
+    var id: Int
+    var chunker: TransferChunker
+    /// Notifications confirmed sent.
+    var confirmed = 0
+  }
+
+  /// The topic map.
+  public let topics: Topics
+  /// The service definition (for the state payload).
+  public let service: PeripheralService
+  /// The longest text accepted, in bytes.
+  public let maxTextBytes: Int
+  /// The role's state.
+  public private(set) var state: PeripheralState = .stopped
+  /// The current text.
+  public private(set) var text: [UInt8] = []
+  /// Completed transfers.
+  public private(set) var transfersSent = 0
+  /// Aborted transfers.
+  public private(set) var transfersAborted = 0
+
+  /// Subscribers by address; anonymous ones (the stack did not say who) under `nil` keys are
+  /// counted in `anonymous`.
+  var subscribers: [BluetoothAddress: Int?] = [:]
+  var anonymous = 0
+  var mtus: [BluetoothAddress: Int] = [:]
+  var transfer: Transfer?
+  /// A transfer must start (again) once the current one ends.
+  var pending = false
+  var nextTransfer = 1
+
+  /// Makes a bridge.
+  ///
+  /// - Parameters:
+  ///   - topics: The topic map.
+  ///   - service: The service definition.
+  ///   - maxTextBytes: The longest text accepted.
+  public init(topics: Topics, service: PeripheralService, maxTextBytes: Int = 1 << 20) {
+    self.topics = topics
+    self.service = service
+    self.maxTextBytes = max(0, maxTextBytes)
+  }
+
+  /// Whether any central is subscribed.
+  public var hasSubscribers: Bool { anonymous > 0 || !subscribers.isEmpty }
+
+  /// The chunk MTU: the smallest known MTU among subscribers, else the default.
+  public var mtu: Int {
+    let known = subscribers.keys.compactMap { mtus[$0] }
+    return known.min() ?? (mtus.values.min() ?? TransferChunker.defaultMTU)
+  }
+
+  /// A new text arrived on `<base>/bridge/<gw>/peripheral/text/set`.
+  ///
+  /// - Parameters:
+  ///   - payload: The text; it must be UTF-8 and at most ``maxTextBytes`` bytes.
+  ///   - now: The time.
+  /// - Returns: What to do.
+  public mutating func setText(_ payload: [UInt8], now: Double) -> [Output] {
+    if payload.count > maxTextBytes {
+      return [
+        event(
+          "text_refused",
+          [
+            "error": "too_long",
+            "message": .string("\(payload.count) bytes; the most is \(maxTextBytes)"),
+          ])
+      ]
+    }
+    if String(validating: payload, as: UTF8.self) == nil {
+      return [
+        event("text_refused", ["error": "invalid_payload", "message": "the text is not UTF-8"])
+      ]
+    }
+    text = payload
+    if hasSubscribers { pending = true }
+    return [.setReadValue(payload), stateOutput()]
+  }
+
+  /// Takes in one event of the peripheral.
+  ///
+  /// - Parameters:
+  ///   - event: The event.
+  ///   - now: The time.
+  /// - Returns: What to do.
+  public mutating func handle(_ event: PeripheralEvent, now: Double) -> [Output] {
+    switch event {
+    case .stateChanged(let new):
+      state = new
+      var outputs = [stateOutput()]
+      if new != .advertising {
+        subscribers = [:]
+        anonymous = 0
+        outputs += abort("the service is \(Self.name(new))")
+      }
+      return outputs
+    case .subscribed(let central, let mtu):
+      if let central {
+        subscribers[central] = mtu
+        if let mtu { mtus[central] = mtu }
+      } else {
+        anonymous += 1
+      }
+      pending = true
+      return [self.event("subscribed", centralData(central, mtu: mtu)), stateOutput()]
+    case .unsubscribed(let central):
+      if let central, subscribers.removeValue(forKey: central) != nil {
+      } else if anonymous > 0 {
+        anonymous -= 1
+      }
+      var outputs = [self.event("unsubscribed", centralData(central, mtu: nil)), stateOutput()]
+      if !hasSubscribers {
+        pending = false
+        outputs += abort("no central is subscribed any more")
+      }
+      return outputs
+    case .mtu(let central, let mtu):
+      mtus[central] = mtu
+      if subscribers[central] != nil { subscribers[central] = mtu }
+      return []
+    case .written(let central, let value):
+      var data = centralData(central, mtu: nil)
+      data["hex"] = .string(
+        value.map { byte in
+          let digits = Array("0123456789abcdef")
+          return String([digits[Int(byte >> 4)], digits[Int(byte & 15)]])
+        }.joined())
+      return [self.event("written", data)]
+    case .refused(let central):
+      return [self.event("refused", centralData(central, mtu: nil))]
+    }
+  }
+
+  /// The next notification to send, starting a transfer when one is due; `nil` when there is
+  /// nothing to send.
+  ///
+  /// - Returns: The bytes.
+  public mutating func nextNotification() -> [UInt8]? {
+    if transfer == nil {
+      guard pending, hasSubscribers, state == .advertising else { return nil }
+      pending = false
+      transfer = Transfer(id: nextTransfer, chunker: TransferChunker(text: text, mtu: mtu))
+      nextTransfer += 1
+    }
+    guard var current = transfer, current.confirmed == current.chunker.sent else { return nil }
+    let value = current.chunker.next()
+    transfer = current
+    return value
+  }
+
+  /// The last notification handed out was sent.
+  ///
+  /// - Parameter now: The time.
+  /// - Returns: What to do: a `sent` event after the `EOM`.
+  public mutating func notificationSent(now: Double) -> [Output] {
+    guard var current = transfer else { return [] }
+    current.confirmed += 1
+    guard current.chunker.isFinished, current.confirmed == current.chunker.count else {
+      transfer = current
+      return []
+    }
+    transfer = nil
+    transfersSent += 1
+    return [
+      event(
+        "sent",
+        [
+          "chunks": .integer(Int64(current.chunker.count - 1)),
+          "bytes": .integer(Int64(current.chunker.text.count)),
+          "chunk_size": .integer(Int64(current.chunker.chunkSize)),
+          "subscribers": .integer(Int64(subscribers.count + anonymous)),
+        ])
+    ]
+  }
+
+  /// The last notification handed out could not be sent: the transfer is aborted and starts
+  /// afresh when a central subscribes or a new text arrives.
+  ///
+  /// - Parameters:
+  ///   - error: Why.
+  ///   - now: The time.
+  /// - Returns: What to do.
+  public mutating func notificationFailed(_ error: CentralError, now: Double) -> [Output] {
+    abort(error.message)
+  }
+
+  /// The retained state payload.
+  public var stateJSON: JSONValue {
+    var object: JSONObject = [
+      "state": .string(Self.name(state)),
+      "service": .string(service.service.topicSegment),
+      "characteristic": .string(service.characteristic.topicSegment),
+      "subscribers": .array(
+        subscribers.keys.sorted().map { address in
+          var entry: JSONObject = ["address": .string(address.description)]
+          if let mtu = mtus[address] { entry["mtu"] = .integer(Int64(mtu)) }
+          return .object(entry)
+        } + Array(repeating: ["address": nil], count: anonymous)),
+      "text_bytes": .integer(Int64(text.count)),
+    ]
+    if case .unavailable(let reason) = state { object["reason"] = .string(reason) }
+    return .object(object)
+  }
+
+  static func name(_ state: PeripheralState) -> String {
+    switch state {
+    case .advertising: "advertising"
+    case .stopped: "stopped"
+    case .unavailable: "unavailable"
+    }
+  }
+
+  mutating func abort(_ reason: String) -> [Output] {
+    guard let current = transfer else { return [] }
+    transfer = nil
+    transfersAborted += 1
+    return [
+      event(
+        "aborted",
+        [
+          "chunks": .integer(Int64(max(0, current.confirmed))),
+          "bytes": .integer(Int64(current.chunker.text.count)),
+          "reason": .string(reason),
+        ])
+    ]
+  }
+
+  func stateOutput() -> Output {
+    .publish(topic: topics.peripheralState, payload: stateJSON.serializedBytes(), retain: true)
+  }
+
+  func event(_ type: String, _ data: JSONObject) -> Output {
+    var object: JSONObject = ["type": .string(type)]
+    for (key, value) in data { object[key] = value }
+    return .publish(
+      topic: topics.peripheralEvent, payload: JSONValue.object(object).serializedBytes(),
+      retain: false)
+  }
+
+  func centralData(_ central: BluetoothAddress?, mtu: Int?) -> JSONObject {
+    var data: JSONObject = ["central": central.map { .string($0.description) } ?? .null]
+    if let mtu { data["mtu"] = .integer(Int64(mtu)) }
+    return data
+  }
+}

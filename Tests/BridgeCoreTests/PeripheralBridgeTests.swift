@@ -1,0 +1,146 @@
+import BridgeCore
+import Testing
+
+@Suite("Peripheral bridge")
+struct PeripheralBridgeTests {
+  let central = Fixture.address("11:22:33:44:55:66")
+  let other = Fixture.address("11:22:33:44:55:77")
+
+  func advertising(maxTextBytes: Int = 1 << 20) -> PeripheralBridge {
+    var bridge = PeripheralBridge(
+      topics: Fixture.topics, service: PeripheralService(), maxTextBytes: maxTextBytes)
+    _ = bridge.handle(.stateChanged(.advertising), now: 0)
+    return bridge
+  }
+
+  /// Sends everything the bridge hands out, confirming each; returns the notifications and
+  /// the event types.
+  func drain(_ bridge: inout PeripheralBridge, limit: Int = 100_000) -> ([[UInt8]], [String]) {
+    var sent: [[UInt8]] = []
+    var events: [String] = []
+    while sent.count < limit, let next = bridge.nextNotification() {
+      sent.append(next)
+      events += bridge.notificationSent(now: 0).compactMap(\.eventType)
+    }
+    return (sent, events)
+  }
+
+  @Test("a subscriber gets the current text in MTU − 3 chunks, then EOM; a `sent` event follows")
+  func subscribeSends() {
+    var bridge = advertising()
+    let text = Array(String(repeating: "é", count: 30).utf8)  // 60 bytes
+    _ = bridge.setText(text, now: 0)
+    #expect(bridge.nextNotification() == nil)  // nobody subscribed
+    let subscribed = bridge.handle(.subscribed(central: central, mtu: 23), now: 0)
+    #expect(subscribed.compactMap(\.eventType) == ["subscribed"])
+    let (sent, events) = drain(&bridge)
+    #expect(sent.map(\.count) == [20, 20, 20, 3])
+    #expect(Array(sent.dropLast().joined()) == text)
+    #expect(sent.last == Array("EOM".utf8))
+    #expect(events == ["sent"])
+  }
+
+  @Test("the chunk size follows the smallest known MTU")
+  func smallestMTU() {
+    var bridge = advertising()
+    _ = bridge.setText(Array(repeating: 0x61, count: 1000), now: 0)
+    _ = bridge.handle(.subscribed(central: central, mtu: 247), now: 0)
+    #expect(bridge.nextNotification()?.count == 244)
+    _ = bridge.notificationSent(now: 0)
+    _ = drain(&bridge)
+    _ = bridge.handle(.subscribed(central: other, mtu: 185), now: 0)
+    #expect(bridge.nextNotification()?.count == 182)
+  }
+
+  @Test("a text arriving mid-transfer starts afresh after the current one, never mixed")
+  func replacementMidTransfer() {
+    var bridge = advertising()
+    let first = Array(repeating: UInt8(ascii: "a"), count: 100)
+    let second = Array(repeating: UInt8(ascii: "b"), count: 50)
+    _ = bridge.setText(first, now: 0)
+    _ = bridge.handle(.subscribed(central: central, mtu: 23), now: 0)
+    var sent: [[UInt8]] = []
+    for _ in 0..<2 {
+      sent.append(bridge.nextNotification()!)
+      _ = bridge.notificationSent(now: 0)
+    }
+    _ = bridge.setText(second, now: 0)
+    let (rest, events) = drain(&bridge)
+    sent += rest
+    // Split into messages at EOM and check each is one whole text.
+    var messages: [[UInt8]] = []
+    var current: [UInt8] = []
+    for value in sent {
+      if value == Array("EOM".utf8) {
+        messages.append(current)
+        current = []
+      } else {
+        current += value
+      }
+    }
+    #expect(messages == [first, second])
+    #expect(events == ["sent", "sent"])
+  }
+
+  @Test("no second notification is handed out before the first is confirmed")
+  func oneAtATime() {
+    var bridge = advertising()
+    _ = bridge.setText(Array(repeating: 0x61, count: 100), now: 0)
+    _ = bridge.handle(.subscribed(central: nil, mtu: nil), now: 0)
+    #expect(bridge.nextNotification() != nil)
+    #expect(bridge.nextNotification() == nil)
+    _ = bridge.notificationSent(now: 0)
+    #expect(bridge.nextNotification() != nil)
+  }
+
+  @Test("the last subscriber leaving, or a failed send, aborts the transfer")
+  func aborted() {
+    var bridge = advertising()
+    _ = bridge.setText(Array(repeating: 0x61, count: 100), now: 0)
+    _ = bridge.handle(.subscribed(central: central, mtu: nil), now: 0)
+    _ = bridge.nextNotification()
+    let left = bridge.handle(.unsubscribed(central: central), now: 0)
+    #expect(left.compactMap(\.eventType) == ["unsubscribed", "aborted"])
+    _ = bridge.handle(.subscribed(central: central, mtu: nil), now: 0)
+    _ = bridge.nextNotification()
+    let failed = bridge.notificationFailed(CentralError(.bluezError, message: "gone"), now: 0)
+    #expect(failed.compactMap(\.eventType) == ["aborted"])
+    #expect(bridge.transfersAborted == 2)
+  }
+
+  @Test("texts over the limit or not UTF-8 are refused with an event and keep the old text")
+  func refused() {
+    var bridge = advertising(maxTextBytes: 10)
+    _ = bridge.setText(Array("hello".utf8), now: 0)
+    #expect(
+      bridge.setText(Array(repeating: 0x61, count: 11), now: 0).compactMap(\.eventType) == [
+        "text_refused"
+      ])
+    #expect(bridge.setText([0xFF, 0xFE], now: 0).compactMap(\.eventType) == ["text_refused"])
+    #expect(bridge.text == Array("hello".utf8))
+    #expect(
+      bridge.setText(Array(repeating: 0x61, count: 10), now: 0).contains(
+        .setReadValue(Array(repeating: 0x61, count: 10))))
+  }
+
+  @Test("the retained state names service, characteristic, subscribers and text size")
+  func stateJSON() {
+    var bridge = advertising()
+    _ = bridge.setText(Array("hi".utf8), now: 0)
+    _ = bridge.handle(.subscribed(central: central, mtu: 185), now: 0)
+    let object = bridge.stateJSON.objectValue
+    #expect(object?["state"] == "advertising")
+    #expect(object?["service"] == "e20a39f4-73f5-4bc4-a12f-17d1ad07a961")
+    #expect(object?["text_bytes"] == 2)
+    #expect(object?["subscribers"] == [["address": "11:22:33:44:55:66", "mtu": 185]])
+  }
+}
+
+extension PeripheralBridge.Output {
+  var eventType: String? {
+    guard case .publish(let topic, let payload, _) = self, topic.rawValue.hasSuffix("/event"),
+      case .string(let type) = (try? JSONValue.parse(payload))?.objectValue?["type"]
+    else { return nil }
+    return type
+  }
+}

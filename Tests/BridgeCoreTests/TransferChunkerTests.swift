@@ -1,0 +1,56 @@
+import BridgeCore
+import Testing
+
+@Suite("Transfer chunker")
+struct TransferChunkerTests {
+  func all(_ text: [UInt8], mtu: Int) -> [[UInt8]] {
+    var chunker = TransferChunker(text: text, mtu: mtu)
+    var out: [[UInt8]] = []
+    while let next = chunker.next() { out.append(next) }
+    return out
+  }
+
+  @Test(
+    "chunks are exactly MTU − 3 bytes, the last may be shorter, EOM comes last",
+    arguments: [23, 185, 247, 517])
+  func sizes(mtu: Int) {
+    for length in [0, 1, mtu - 4, mtu - 3, mtu - 2, 4096, 65_536] {
+      let text = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+      let notifications = all(text, mtu: mtu)
+      #expect(notifications.last == Array("EOM".utf8))
+      let chunks = notifications.dropLast()
+      #expect(chunks.allSatisfy { $0.count <= mtu - 3 && !$0.isEmpty })
+      #expect(chunks.dropLast().allSatisfy { $0.count == mtu - 3 })
+      #expect(chunks.count == (length + mtu - 4) / (mtu - 3))
+      #expect(Array(chunks.joined()) == text)
+    }
+  }
+
+  @Test("20, 19 and 21 bytes at the default MTU")
+  func defaultMTUEdges() {
+    #expect(all(Array(repeating: 0x41, count: 20), mtu: 23).map(\.count) == [20, 3])
+    #expect(all(Array(repeating: 0x41, count: 19), mtu: 23).map(\.count) == [19, 3])
+    #expect(all(Array(repeating: 0x41, count: 21), mtu: 23).map(\.count) == [20, 1, 3])
+    #expect(all([], mtu: 23) == [Array("EOM".utf8)])
+  }
+
+  @Test("multi-byte UTF-8 split across chunks reassembles exactly")
+  func utf8RoundTrip() {
+    let text = Array(String(repeating: "Grüße 🚀 東京 ", count: 200).utf8)
+    for mtu in [23, 185, 247, 517] {
+      var reassembler = TransferReassembler(maxBytes: 1 << 20)
+      var result: [UInt8]?
+      for notification in all(text, mtu: mtu) {
+        if case .complete(let whole) = reassembler.append(notification) { result = whole }
+      }
+      #expect(result == text)
+      #expect(result.flatMap { String(validating: $0, as: UTF8.self) } != nil)
+    }
+  }
+
+  @Test("MTUs out of range are clamped")
+  func clamped() {
+    #expect(TransferChunker(text: [], mtu: 5).chunkSize == 20)
+    #expect(TransferChunker(text: [], mtu: 10_000).chunkSize == 514)
+  }
+}
