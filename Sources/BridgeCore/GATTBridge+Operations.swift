@@ -15,6 +15,14 @@ extension GATTBridge {
     active.remove(characteristic)
     counters.operations += 1
     var outputs: [GATTOutput] = []
+    var outcome = outcome
+    // bluetoothd re-enables a client's notification sessions by itself when a link comes back
+    // and answers a StartNotify made meanwhile with InProgress: notifications are on anyway.
+    if case .notify(true) = pending.operation.kind, case .failure(let error) = outcome,
+      error.code == .inProgress
+    {
+      outcome = .success([])
+    }
     switch outcome {
     case .success(let value):
       if case .notify(let on) = pending.operation.kind, var link = links[characteristic.address] {

@@ -252,7 +252,8 @@ public struct PeripheralBridge: Sendable {
     ]
   }
 
-  func stateOutput() -> Output {
+  /// The retained state publication as it is now.
+  public func stateOutput() -> Output {
     .publish(topic: topics.peripheralState, payload: stateJSON.serializedBytes(), retain: true)
   }
 

@@ -25,6 +25,7 @@ public final class GatewayService: Service, Sendable {
   private let counters = Counters()
   private let discovery: DiscoveryService?
   private let connections: ConnectionService?
+  private let peripheralRole: PeripheralRoleService?
   private let watchdogEvents: AsyncStream<ScannerWatchdogEvent>?
 
   /// Creates the gateway from a loaded configuration.
@@ -32,9 +33,11 @@ public final class GatewayService: Service, Sendable {
   ///   - configuration: the loaded configuration.
   ///   - logger: the gateway's logger.
   ///   - central: the BLE central for the discovery half, or nil to run the MQTT side only.
+  ///   - peripheral: the BLE peripheral for the peripheral role, or nil for none.
   /// - Throws: ``GatewayError`` when the base topic or the MQTT settings are unusable.
   public init(
-    configuration: GatewayConfiguration, logger: Logger, central: (any BLECentral)? = nil
+    configuration: GatewayConfiguration, logger: Logger, central: (any BLECentral)? = nil,
+    peripheral: (any BLEPeripheral)? = nil
   ) throws(GatewayError) {
     self.configuration = configuration
     self.logger = logger
@@ -73,6 +76,25 @@ public final class GatewayService: Service, Sendable {
     } else {
       connections = nil
     }
+    if let peripheral {
+      let p = configuration.peripheral
+      let definition = PeripheralService(
+        service: (try? BluetoothUUID(p.service)) ?? GATTBridge.defaultTransferService,
+        characteristic: (try? BluetoothUUID(p.characteristic))
+          ?? GATTBridge.defaultTransferCharacteristic,
+        writeCharacteristic: p.writeCharacteristic.flatMap { try? BluetoothUUID($0) },
+        localName: p.localName.isEmpty ? nil : p.localName, adapter: p.adapter,
+        requireEncryption: p.requireEncryption,
+        allowedCentrals: Set(p.allow.compactMap { try? BluetoothAddress($0) }))
+      peripheralRole = PeripheralRoleService(
+        peripheral: peripheral,
+        bridge: PeripheralBridge(
+          topics: topics, service: definition, maxTextBytes: p.maxTextBytes),
+        definition: definition, startAtLaunch: p.enabled, chunkInterval: p.chunkInterval,
+        client: client, logger: logger)
+    } else {
+      peripheralRole = nil
+    }
   }
 
   /// Runs until graceful shutdown, then publishes `offline` and disconnects.
@@ -106,10 +128,17 @@ public final class GatewayService: Service, Sendable {
       if let connections = self.connections {
         group.addTask { await connections.run() }
       }
+      if let peripheralRole = self.peripheralRole {
+        group.addTask { await peripheralRole.run() }
+      }
       try? await gracefulShutdown()
       if let connections = self.connections {
         logger.info("closing Bluetooth connections")
         await connections.shutdown()
+      }
+      if let peripheralRole = self.peripheralRole {
+        logger.info("withdrawing the peripheral service")
+        await peripheralRole.stop()
       }
       group.cancelAll()
     }
@@ -129,6 +158,9 @@ public final class GatewayService: Service, Sendable {
   private func subscribeToRequests() async {
     var filters = [(topics.bridgeRequestFilter.rawValue, "bridge")]
     if connections != nil { filters += topics.deviceRequestFilters.map { ($0.rawValue, "device") } }
+    if peripheralRole != nil {
+      filters.append((topics.peripheralTextSet.rawValue, "peripheral text"))
+    }
     for (filter, kind) in filters {
       do {
         try await client.subscribe(filter, qos: .atLeastOnce)
@@ -154,6 +186,10 @@ public final class GatewayService: Service, Sendable {
       logger.debug("ignored message", metadata: ["mqtt.topic": "\(message.topic)"])
       return
     }
+    if case .peripheralText = request {
+      peripheralRole?.text(message)
+      return
+    }
     guard case .bridge(let verb) = request else {
       connections?.request(request, message: message)
       return
@@ -162,9 +198,35 @@ public final class GatewayService: Service, Sendable {
     let device = connections.map { service in
       { (connect: Bool, body: JSONObject) in service.deviceRequest(connect: connect, body: body) }
     }
+    if let peripheralRole, verb == "peripheral/start" || verb == "peripheral/stop" {
+      let transaction: JSONValue?
+      do {
+        transaction = try BridgeRequest(verb: verb, payload: message.payload).transaction
+      } catch {
+        answer(verb: verb, error, to: message)
+        return
+      }
+      Task {
+        var response: BridgeResponse
+        if verb == "peripheral/start" {
+          response = await peripheralRole.start()
+        } else {
+          await peripheralRole.stop()
+          response = .success(transaction: nil)
+        }
+        response.transaction = transaction
+        self.answer(verb: verb, response, to: message)
+      }
+      return
+    }
     let response = router.respond(
       verb: verb, payload: message.payload, health: { self.health() }, scan: scan,
       device: device)
+    answer(verb: verb, response, to: message)
+  }
+
+  /// Publishes the response to a bridge request (and to its MQTT 5 response topic).
+  private func answer(verb: String, _ response: BridgeResponse, to message: MQTTMessage) {
     if !response.ok {
       counters.requestErrors.withLock { $0 += 1 }
       logger.warning(
@@ -235,6 +297,7 @@ public final class GatewayService: Service, Sendable {
       requestErrors: counters.requestErrors.withLock { $0 })
     if let discovery { report.sections["discovery"] = .object(discovery.healthJSON) }
     if let connections { report.sections["connections"] = .object(connections.healthJSON) }
+    if let peripheralRole { report.sections["peripheral"] = .object(peripheralRole.healthJSON) }
     return report
   }
 

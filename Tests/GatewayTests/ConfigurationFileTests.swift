@@ -182,7 +182,7 @@ struct ConfigurationFileTests {
     #expect(
       error.message
         == "the top level must be a mapping of the sections bluetooth, gateway, log, mqtt, "
-        + "got a list")
+        + "peripheral, got a list")
   }
 
   @Test func yamlSyntaxErrorIsReportedWithItsLine() async throws {
@@ -263,7 +263,11 @@ enum ConfigurationFixture {
         notify: ["*/180d/2a37"], writable: ["A4C1381E29DF/fff0/fff1"], queueLimit: 16),
       transfer: .init(
         service: "0000fe00-0000-1000-8000-00805f9b34fb", characteristic: "fe01",
-        maxBytes: 65536)))
+        maxBytes: 65536)),
+    peripheral: .init(
+      enabled: true, service: "0000fe10-0000-1000-8000-00805f9b34fb", characteristic: "fe11",
+      writeCharacteristic: "fe12", localName: "hub", adapter: "hci2", requireEncryption: true,
+      allow: ["11:22:33:44:55:66"], maxTextBytes: 4096, chunkInterval: 0.02))
 
   /// The values of `everyKey` as text, by key path.
   static let everyKeyText: [String: String] = [
@@ -296,6 +300,11 @@ enum ConfigurationFixture {
     "bluetooth.gatt.queue_limit": "16",
     "bluetooth.transfer.service": "0000fe00-0000-1000-8000-00805f9b34fb",
     "bluetooth.transfer.characteristic": "fe01", "bluetooth.transfer.max_bytes": "65536",
+    "peripheral.enabled": "true", "peripheral.service": "0000fe10-0000-1000-8000-00805f9b34fb",
+    "peripheral.characteristic": "fe11", "peripheral.write_characteristic": "fe12",
+    "peripheral.local_name": "hub", "peripheral.adapter": "hci2",
+    "peripheral.require_encryption": "true", "peripheral.allow": "11:22:33:44:55:66",
+    "peripheral.max_text_bytes": "4096", "peripheral.chunk_interval": "0.02",
   ]
 
   /// A new empty temporary directory.

@@ -9,7 +9,10 @@ notifications sent on that subscription from 0: a receiver checks order and loss
 Commands (stdin JSON): {"cmd":"battery","level":N} sets the level and notifies subscribers;
 {"cmd":"hr","rate":HZ,"count":N} sets the rate (0 = as fast as the link takes them) and how many
 notifications a subscription gets (0 = unlimited); it applies to the next subscription.
-Events: subscribed/unsubscribed {char}, battery_read, hr_done {sent}.
+--hr-steady paces by the clock (notification n at n/rate s after the subscription, catching up
+after a delay) instead of sleeping 1/rate after each one, which under emulation gives well
+under the asked rate.
+Events: subscribed/unsubscribed {char}, battery_read, hr_done {sent, seconds}.
 """
 
 from __future__ import annotations
@@ -87,12 +90,17 @@ class Sensor(common.Peripheral):
     async def stream(self, connection) -> None:
         seq = 0
         rate, count = self.hr_rate, self.hr_count
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
         try:
             while count == 0 or seq < count:
                 await self.device.notify_subscriber(connection, self.hr, hr_value(seq))
                 seq += 1
-                await asyncio.sleep(1.0 / rate if rate > 0 else 0)
-            emit("hr_done", sent=seq, peer=str(connection.peer_address))
+                if rate > 0 and self.args.hr_steady:
+                    await asyncio.sleep(max(0.0, t0 + seq / rate - loop.time()))
+                else:
+                    await asyncio.sleep(1.0 / rate if rate > 0 else 0)
+            emit("hr_done", sent=seq, seconds=round(loop.time() - t0, 3), peer=str(connection.peer_address))
         except asyncio.CancelledError:
             emit("hr_stopped", sent=seq)
             raise
@@ -121,4 +129,6 @@ if __name__ == "__main__":
     p.add_argument("--battery", type=int, default=87)
     p.add_argument("--hr-rate", type=float, default=1.0, help="notifications per second (0 = flat out)")
     p.add_argument("--hr-count", type=int, default=0, help="notifications per subscription (0 = unlimited)")
+    p.add_argument("--hr-steady", action="store_true",
+                   help="pace notifications by the clock (n/rate after the subscription)")
     common.main(Sensor, p.parse_args())

@@ -101,6 +101,16 @@ struct ConfigurationKey: Sendable {
     .init("bluetooth.transfer.service", .uuid),
     .init("bluetooth.transfer.characteristic", .uuid),
     .init("bluetooth.transfer.max_bytes", .integer(1...67_108_864)),
+    .init("peripheral.enabled", .boolean),
+    .init("peripheral.service", .uuid),
+    .init("peripheral.characteristic", .uuid),
+    .init("peripheral.write_characteristic", .uuid, optional: true),
+    .init("peripheral.local_name", .string),
+    .init("peripheral.adapter", .topicLevel, optional: true),
+    .init("peripheral.require_encryption", .boolean),
+    .init("peripheral.allow", .list(.bluetoothAddress)),
+    .init("peripheral.max_text_bytes", .integer(0...67_108_864)),
+    .init("peripheral.chunk_interval", .number(greaterThan: 0, atMost: 1)),
   ]
 
   /// The keys by dotted path.

@@ -168,6 +168,23 @@ public enum ConfigurationLoader {
     result.bluetooth.transfer.maxBytes = transfer.int(
       forKey: "max_bytes", default: b.transfer.maxBytes)
 
+    let peripheral = reader.scoped(to: "peripheral")
+    let p = defaults.peripheral
+    result.peripheral.enabled = peripheral.bool(forKey: "enabled", default: p.enabled)
+    result.peripheral.service = peripheral.string(forKey: "service", default: p.service)
+    result.peripheral.characteristic = peripheral.string(
+      forKey: "characteristic", default: p.characteristic)
+    result.peripheral.writeCharacteristic = peripheral.string(forKey: "write_characteristic")
+    result.peripheral.localName = peripheral.string(forKey: "local_name", default: p.localName)
+    result.peripheral.adapter = peripheral.string(forKey: "adapter")
+    result.peripheral.requireEncryption = peripheral.bool(
+      forKey: "require_encryption", default: p.requireEncryption)
+    result.peripheral.allow = peripheral.stringArray(forKey: "allow", default: p.allow)
+    result.peripheral.maxTextBytes = peripheral.int(
+      forKey: "max_text_bytes", default: p.maxTextBytes)
+    result.peripheral.chunkInterval = peripheral.double(
+      forKey: "chunk_interval", default: p.chunkInterval)
+
     let origins = Origins(layers: layers)
     result.mqtt.tls.enabled = try tlsEnabled(
       result.mqtt.tls, explicitly: explicitlyEnabled, origins: origins)

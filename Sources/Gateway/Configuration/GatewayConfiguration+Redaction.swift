@@ -69,6 +69,16 @@ extension GatewayConfiguration: CustomStringConvertible, CustomDebugStringConver
       "bluetooth.transfer.service": bluetooth.transfer.service,
       "bluetooth.transfer.characteristic": bluetooth.transfer.characteristic,
       "bluetooth.transfer.max_bytes": String(bluetooth.transfer.maxBytes),
+      "peripheral.enabled": String(peripheral.enabled),
+      "peripheral.service": peripheral.service,
+      "peripheral.characteristic": peripheral.characteristic,
+      "peripheral.write_characteristic": peripheral.writeCharacteristic,
+      "peripheral.local_name": peripheral.localName,
+      "peripheral.adapter": peripheral.adapter,
+      "peripheral.require_encryption": String(peripheral.requireEncryption),
+      "peripheral.allow": peripheral.allow.joined(separator: ","),
+      "peripheral.max_text_bytes": String(peripheral.maxTextBytes),
+      "peripheral.chunk_interval": format(peripheral.chunkInterval),
     ]
     return ConfigurationKey.all.map { key in
       guard let value = values[key.path] else {

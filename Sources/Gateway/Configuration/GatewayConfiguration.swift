@@ -16,6 +16,8 @@ public struct GatewayConfiguration: Sendable, Equatable {
   public var log: Log
   /// The Bluetooth side (`bluetooth.*`).
   public var bluetooth: Bluetooth
+  /// The peripheral role (`peripheral.*`).
+  public var peripheral: Peripheral
 
   /// Creates a configuration; every omitted part has its defaults.
   ///
@@ -24,10 +26,12 @@ public struct GatewayConfiguration: Sendable, Equatable {
   ///   - gateway: The gateway settings.
   ///   - log: The logging settings.
   ///   - bluetooth: The Bluetooth settings.
+  ///   - peripheral: The peripheral-role settings.
   public init(
     mqtt: MQTT = MQTT(), gateway: Gateway = Gateway(), log: Log = Log(),
-    bluetooth: Bluetooth = Bluetooth()
+    bluetooth: Bluetooth = Bluetooth(), peripheral: Peripheral = Peripheral()
   ) {
+    self.peripheral = peripheral
     self.mqtt = mqtt
     self.gateway = gateway
     self.log = log

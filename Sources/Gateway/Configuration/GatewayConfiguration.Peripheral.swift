@@ -1,0 +1,52 @@
+extension GatewayConfiguration {
+  /// The peripheral role: the transfer service fed by MQTT (rows P1–P6, `peripheral.*`).
+  public struct Peripheral: Sendable, Equatable {
+    /// Publish and advertise the transfer service at start (`peripheral.enabled`). Default
+    /// `false`; the `peripheral/start` request starts it too.
+    public var enabled: Bool
+    /// The transfer service's UUID (`peripheral.service`). Default Apple's "BTLE Transfer"
+    /// `e20a39f4-73f5-4bc4-a12f-17d1ad07a961`.
+    public var service: String
+    /// The transfer characteristic's UUID (`peripheral.characteristic`). Default
+    /// `08590f7e-db05-467e-8757-72f6faeb13d4`.
+    public var characteristic: String
+    /// A characteristic centrals may write, published as `written` events
+    /// (`peripheral.write_characteristic`); `nil`: none.
+    public var writeCharacteristic: String?
+    /// The local name advertised when it fits the 31 bytes (`peripheral.local_name`). Default
+    /// `gatt2mqtt`.
+    public var localName: String
+    /// The adapter to advertise on (`peripheral.adapter`); `nil`: the first powered one.
+    public var adapter: String?
+    /// Require an encrypted link for reads and notifications
+    /// (`peripheral.require_encryption`). Default `false`.
+    public var requireEncryption: Bool
+    /// The only centrals served, as `AA:BB:CC:DD:EE:FF` (`peripheral.allow`); empty: all.
+    public var allow: [String]
+    /// The longest text accepted, in bytes (`peripheral.max_text_bytes`). Default 1 MiB.
+    public var maxTextBytes: Int
+    /// Seconds between two notifications of a transfer (`peripheral.chunk_interval`); BlueZ
+    /// gives no back-pressure. Default 0.005.
+    public var chunkInterval: Double
+
+    /// Creates peripheral settings with the documented defaults.
+    public init(
+      enabled: Bool = false, service: String = "e20a39f4-73f5-4bc4-a12f-17d1ad07a961",
+      characteristic: String = "08590f7e-db05-467e-8757-72f6faeb13d4",
+      writeCharacteristic: String? = nil, localName: String = "gatt2mqtt",
+      adapter: String? = nil, requireEncryption: Bool = false, allow: [String] = [],
+      maxTextBytes: Int = 1_048_576, chunkInterval: Double = 0.005
+    ) {
+      self.enabled = enabled
+      self.service = service
+      self.characteristic = characteristic
+      self.writeCharacteristic = writeCharacteristic
+      self.localName = localName
+      self.adapter = adapter
+      self.requireEncryption = requireEncryption
+      self.allow = allow
+      self.maxTextBytes = maxTextBytes
+      self.chunkInterval = chunkInterval
+    }
+  }
+}

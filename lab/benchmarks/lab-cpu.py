@@ -1,0 +1,344 @@
+"""Benchmark, not a test: CPU time per notification and per advertisement of gatt2mqtt and of a plain bleak + paho bridge (Benchmarks/lab-cpu)."""
+
+# Run by Benchmarks/lab-cpu (lab/run --scenario-dir lab/benchmarks --scenario lab-cpu):
+# lab/run runs lab/scenarios/ only, so `lab/run` and scripts/test never run this.
+#
+# Both bridges forward the same thing to MQTT, one after the other in the same VM, with the
+# same offered load:
+#   notifications  a sensor sends NOTIFICATIONS heart-rate notifications at RATE/s; the bridge
+#                  connects, turns notifications on, publishes each value (hex). Measured from
+#                  the WARMUP-th value on MQTT to the last one: CPU / values in between.
+#   advertisements BEACONS beacons each start a new advertisement (new manufacturer data)
+#                  every BEACON_INTERVAL s for WINDOW s; the bridge publishes each one.
+#                  Measured over the window (and until the bridge's output stops): CPU / the
+#                  advertisements the beacons sent.
+# CPU = utime + stime from /proc/<pid>/stat (clock ticks, all threads) of the bridge, and of
+# bluetoothd, dbus-daemon and mosquitto (the same daemons serve both bridges). The broker is a
+# mosquitto of the benchmark's own on BROKER_PORT, logging errors only: the lab's broker logs
+# every message, which costs more CPU than the bridges and slows the whole VM down. Results:
+# <scenario dir>/benchmark.json and benchmark.txt (the table Benchmarks/lab-cpu prints).
+
+import asyncio
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from mqtt import Mqtt
+from procs import LabError
+
+ROWS = "BENCH"
+TIMEOUT = 1500
+
+NOTIFICATIONS = 2000
+RATE = 50  # per second, paced by the clock (sensor --hr-steady) as far as the VM keeps up
+WARMUP = 50  # values forwarded before the measurement starts
+BEACONS = 5
+BEACON_INTERVAL = 0.25  # s: 5 beacons -> about 20 new advertisements per second
+BEACON_WARMUP_INTERVAL = 2.0  # s, until the bridge has seen every beacon; silent otherwise
+WINDOW = 30  # s
+BROKER_PORT = 1884
+
+REPO = Path(__file__).resolve().parents[2]
+BASELINE = REPO / "Benchmarks" / "lab-cpu-baseline.py"
+BRIDGES = ("gatt2mqtt", "baseline")
+DAEMONS = ("bluetoothd", "dbus-daemon", "mosquitto")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+BROKER_PID = 0  # the benchmark's mosquitto
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (all its threads), in seconds."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    fields = text.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def pids(name: str) -> list[int]:
+    out = subprocess.run(["pidof", name], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def snapshot(bridge_pid: int) -> dict:
+    try:
+        s = {"t": time.monotonic(), "bridge": cpu_seconds(bridge_pid)}
+    except OSError:
+        raise LabError(f"the bridge (pid {bridge_pid}) is gone") from None
+    for name in DAEMONS:
+        total = 0.0
+        for pid in ([BROKER_PID] if name == "mosquitto" else pids(name)):
+            try:
+                total += cpu_seconds(pid)
+            except OSError:
+                pass
+        s[name] = total
+    return s
+
+
+def delta(a: dict, b: dict) -> dict:
+    return {k: round(b[k] - a[k], 3) for k in a if k != "t"}
+
+
+def gateway_config(lab, connect: str | None = None) -> str:
+    text = f"""
+mqtt:
+  host: 127.0.0.1
+  port: {BROKER_PORT}
+gateway:
+  id: lab
+bluetooth:
+  radio: bluez
+  adapter: {lab.adapter}
+  # forward every new advertisement, as the baseline does
+  advertisement_min_interval: 0.001
+"""
+    if connect:
+        text += f"""  connect:
+    addresses: [{connect}]
+  gatt:
+    notify: ["*/180d/2a37"]
+"""
+    return text
+
+
+async def start_bridge(lab, kind: str, phase: str, connect: str | None = None):
+    if kind == "gatt2mqtt":
+        return await lab.gateway(gateway_config(lab, connect), config_name=f"gatt2mqtt-{phase}.yaml")
+    argv = [lab.python, "-u", str(BASELINE), "--broker", f"127.0.0.1:{BROKER_PORT}",
+            "--adapter", lab.adapter]
+    if connect:
+        argv += ["--connect", connect, "--notify", "180d/2a37"]
+    return await lab.process(f"baseline-{phase}", argv)
+
+
+def alive(bridge, kind: str) -> None:
+    if not bridge.running:
+        raise LabError(f"{kind} exited (status {bridge.proc.returncode}); see {bridge.log_path.name}")
+
+
+async def wait_until(cond, timeout: float, bridge, kind: str, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        alive(bridge, kind)
+        if time.monotonic() > deadline:
+            raise LabError(f"{kind}: {what} not within {timeout:.0f} s")
+        await asyncio.sleep(0.05)
+
+
+async def quiet(count, bridge, kind: str, settle: float = 3.0, limit: float = 60) -> None:
+    """Until `count()` has not changed for `settle` seconds (the bridge's output stopped)."""
+    last, since, t_end = count(), time.monotonic(), time.monotonic() + limit
+    while time.monotonic() - since < settle and time.monotonic() < t_end:
+        await asyncio.sleep(0.1)
+        alive(bridge, kind)
+        if count() != last:
+            last, since = count(), time.monotonic()
+
+
+async def notification_run(lab, mqtt, kind: str) -> dict:
+    sensor = await lab.peer("sensor", hr_rate=RATE, hr_count=NOTIFICATIONS, hr_steady=True)
+    dev = sensor.address.replace(":", "").upper()
+    topic = f"gatt2mqtt/{dev}/gatt/180d/2a37"
+    mark = mqtt.mark()
+    got = lambda: mqtt.received(topic, after=mark)  # noqa: E731
+    bridge = await start_bridge(lab, kind, "notify", connect=sensor.address)
+    try:
+        await wait_until(lambda: len(got()) >= WARMUP, lab.timeout(240), bridge, kind,
+                         f"{WARMUP} heart-rate values on {topic}")
+        k0, c0 = len(got()), snapshot(bridge.pid)
+
+        def finished() -> bool:
+            return len(got()) >= NOTIFICATIONS or bool(sensor.events("hr_done"))
+
+        await wait_until(finished, lab.timeout(NOTIFICATIONS / RATE * 5 + 60), bridge, kind,
+                         f"{NOTIFICATIONS} heart-rate values")
+        if len(got()) < NOTIFICATIONS:  # the sensor is done: let the rest drain
+            await quiet(lambda: len(got()), bridge, kind, settle=5)
+        k1, c1 = len(got()), snapshot(bridge.pid)
+    finally:
+        await bridge.stop()
+        await sensor.stop()
+    seqs = [int.from_bytes(bytes.fromhex(m.text)[2:4], "little") for m in got()]
+    return {
+        "events": k1 - k0, "forwarded": len(seqs), "expected": NOTIFICATIONS,
+        "in_order": seqs == list(range(len(seqs))), "wall_s": round(c1["t"] - c0["t"], 2),
+        "cpu_s": delta(c0, c1),
+    }
+
+
+async def beacon_stats(beacons) -> int:
+    marks = [b.mark() for b in beacons]
+    for b in beacons:
+        b.send("stats")
+    total = 0
+    for b, m in zip(beacons, marks):
+        total += (await b.wait("stats", after=m, timeout=30))["sent"]
+    return total
+
+
+async def advertisement_run(lab, mqtt, kind: str, beacons) -> dict:
+    devs = {b.address.replace(":", "").upper() for b in beacons}
+
+    def adverts(after: int) -> list:
+        return [m for m in mqtt.received("gatt2mqtt/+/advertisement", after=after)
+                if m.topic.split("/")[1] in devs]
+
+    mark = mqtt.mark()
+    bridge = await start_bridge(lab, kind, "advertise")
+    try:
+        # Warm-up: slow beacons until the bridge has published each of them.
+        for b in beacons:
+            b.send("beacon", interval=BEACON_WARMUP_INTERVAL)
+        await wait_until(lambda: devs <= {m.topic.split("/")[1] for m in adverts(mark)},
+                         lab.timeout(180), bridge, kind, "an advertisement of every beacon")
+        window = mqtt.mark()
+        sent0, c0 = await beacon_stats(beacons), snapshot(bridge.pid)
+        for b in beacons:
+            b.send("beacon", interval=BEACON_INTERVAL)
+        await asyncio.sleep(WINDOW)
+        for b in beacons:
+            b.send("beacon", interval=0)  # silence: the bridge's output ends
+        sent1 = await beacon_stats(beacons)
+        await quiet(lambda: len(adverts(window)), bridge, kind)
+        c1 = snapshot(bridge.pid)
+        forwarded = len(adverts(window))
+    finally:
+        for b in beacons:
+            b.send("beacon", interval=0)
+        await bridge.stop()
+    return {"events": sent1 - sent0, "forwarded": forwarded, "wall_s": round(c1["t"] - c0["t"], 2),
+            "cpu_s": delta(c0, c1)}
+
+
+def ms(x: float) -> str:
+    return f"{x * 1000:.3f} ms"
+
+
+def table(results: dict) -> str:
+    lines = ["lab-cpu: CPU time per event, gatt2mqtt against a bleak + paho bridge "
+             "(Benchmarks/lab-cpu-baseline.py)",
+             "  one lab run under QEMU emulation: absolute times are 10-50x native; compare the ratios",
+             f"  CPU = utime+stime from /proc/<pid>/stat ({1000 / CLK_TCK:.0f} ms ticks); "
+             f"broker: the benchmark's own mosquitto (port {BROKER_PORT})"]
+    phases = {
+        "notifications": f"notification ({NOTIFICATIONS} heart-rate notifications at {RATE}/s)",
+        "advertisements": (f"advertisement ({BEACONS} beacons, a new one every {BEACON_INTERVAL} s "
+                           f"each, {WINDOW} s)"),
+    }
+    for phase, title in phases.items():
+        runs = results[phase]
+        lines += ["", f"CPU per {title}", f"  {'':22}{'gatt2mqtt':>16}{'baseline':>16}{'baseline/gatt2mqtt':>22}"]
+        if any("error" in runs.get(k, {"error": "not run"}) for k in BRIDGES):
+            for k in BRIDGES:
+                r = runs.get(k, {"error": "not run"})
+                lines.append(f"  {k}: " + (r["error"] if "error" in r else "ok"))
+        ok = {k: runs[k] for k in BRIDGES if k in runs and "error" not in runs[k]}
+        for what in ("bridge",) + DAEMONS:
+            cells, per = [], {}
+            for k in BRIDGES:
+                if k in ok and ok[k]["events"] > 0:
+                    per[k] = ok[k]["cpu_s"][what] / ok[k]["events"]
+                    cells.append(f"{ms(per[k]):>16}")
+                else:
+                    cells.append(f"{'-':>16}")
+            if len(per) == 2 and per["gatt2mqtt"] > 0:
+                ratio = f"{per['baseline'] / per['gatt2mqtt']:.1f}x"
+            elif len(per) == 2:
+                ratio = "gatt2mqtt: 0 ticks"
+            else:
+                ratio = "-"
+            label = "bridge process" if what == "bridge" else what
+            lines.append(f"  {label:22}{''.join(cells)}{ratio:>22}")
+        cells = []
+        for k in BRIDGES:
+            if k in ok:
+                r = ok[k]
+                text = f"{r['forwarded']}/{r.get('expected', r['events'])}"
+                if phase == "notifications" and not r["in_order"]:
+                    text += " unordered"
+                cells.append(f" {text:>15}")
+            else:
+                cells.append(f"{'-':>16}")
+        label = "forwarded/sent" if phase == "notifications" else "forwarded/offered"
+        lines.append(f"  {label:22}{''.join(cells)}")
+        cells = [f"{ok[k]['events']:>16}" if k in ok else f"{'-':>16}" for k in BRIDGES]
+        lines.append(f"  {'measured over':22}{''.join(cells)}")
+        cells = [f"{ok[k]['wall_s']:>15.1f}s" if k in ok else f"{'-':>16}" for k in BRIDGES]
+        lines.append(f"  {'window':22}{''.join(cells)}")
+        cells = [f"{ok[k]['events'] / max(ok[k]['wall_s'], 0.001):>14.1f}/s" if k in ok else f"{'-':>16}"
+                 for k in BRIDGES]
+        lines.append(f"  {'rate':22}{''.join(cells)}")
+    return "\n".join(lines) + "\n"
+
+
+async def start_broker(lab):
+    """A mosquitto for the benchmark alone, logging errors only."""
+    global BROKER_PID
+    conf = lab.dir / "mosquitto-bench.conf"
+    conf.write_text(f"listener {BROKER_PORT} 127.0.0.1\nallow_anonymous true\npersistence false\n"
+                    "user root\nlog_dest stderr\nlog_type error\nlog_type warning\n")
+    broker = await lab.process("mosquitto-bench", ["mosquitto", "-c", str(conf)])
+    BROKER_PID = broker.pid
+    deadline = time.monotonic() + lab.timeout(30)
+    while True:
+        try:
+            _, w = await asyncio.open_connection("127.0.0.1", BROKER_PORT)
+            w.close()
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise LabError(f"the benchmark's mosquitto did not open port {BROKER_PORT}")
+            await asyncio.sleep(0.2)
+    mqtt = await Mqtt("127.0.0.1", BROKER_PORT, "lab-cpu", lab.dir / "mqtt-lab-cpu.log").connect()
+    for topic in ("gatt2mqtt/+/gatt/180d/2a37", "gatt2mqtt/+/advertisement"):
+        mqtt.subscribe(topic)
+    return mqtt
+
+
+async def run(lab):
+    bridges = [k for k in BRIDGES if k != "gatt2mqtt" or lab.gateway_path]
+    mqtt = await start_broker(lab)
+    try:
+        await measure(lab, mqtt, bridges)
+    finally:
+        mqtt.close()
+
+
+async def measure(lab, mqtt, bridges):
+    results: dict = {"config": {"notifications": NOTIFICATIONS, "rate": RATE, "warmup": WARMUP,
+                                "beacons": BEACONS, "beacon_interval": BEACON_INTERVAL,
+                                "window_s": WINDOW, "clk_tck": CLK_TCK,
+                                "gateway": lab.gateway_path},
+                     "notifications": {}, "advertisements": {}}
+    if not lab.gateway_path:
+        results["notifications"]["gatt2mqtt"] = results["advertisements"]["gatt2mqtt"] = {
+            "error": "no gateway given (lab/run --gateway PATH)"}
+
+    def save() -> None:
+        (lab.dir / "benchmark.json").write_text(json.dumps(results, indent=1))
+        (lab.dir / "benchmark.txt").write_text(table(results))
+
+    for kind in bridges:
+        lab.log("notifications:", kind)
+        try:
+            results["notifications"][kind] = await notification_run(lab, mqtt, kind)
+        except LabError as e:
+            results["notifications"][kind] = {"error": str(e)}
+        lab.log("notifications:", kind, results["notifications"][kind])
+        save()
+
+    beacons = [await lab.peer("beacon", interval=0) for _ in range(BEACONS)]
+    for kind in bridges:
+        lab.log("advertisements:", kind)
+        try:
+            results["advertisements"][kind] = await advertisement_run(lab, mqtt, kind, beacons)
+        except LabError as e:
+            results["advertisements"][kind] = {"error": str(e)}
+        lab.log("advertisements:", kind, results["advertisements"][kind])
+        save()
+
+    lab.log("\n" + table(results))
+    failed = [f"{phase} {k}: {r['error']}" for phase in ("notifications", "advertisements")
+              for k, r in results[phase].items() if "error" in r]
+    lab.check(not failed, "; ".join(failed))
