@@ -50,8 +50,11 @@ extension BlueZCentral: GATTCentral {
         throw failure
       }
     }
-    guard epoch == self.epoch, wasResolved, let now = model.devices[device.path],
-      let resolved = model.resolvedEvent(now)
+    guard epoch == self.epoch else { return }
+    // Connect() returned: the link is up even when bluetoothd did not emit `Connected: true`
+    // (5.66 does not for every LE link).
+    deliver(model.markConnected(device.path))
+    guard wasResolved, let now = model.devices[device.path], let resolved = model.resolvedEvent(now)
     else { return }
     deliver([resolved])
   }

@@ -104,6 +104,28 @@ struct BlueZGATTModelTests {
     #expect(again.events.isEmpty)
   }
 
+  @Test("ServicesResolved without Connected (bluetoothd 5.66 in the lab) still means a link")
+  func resolvedWithoutConnected() throws {
+    var (model, _) = try BlueZObjectModelTests().loaded(devices: 2)
+    let update = model.apply(
+      Model.changed(Self.device, BlueZNames.device, ["ServicesResolved": .bool(true)]),
+      now: Self.start)
+    #expect(update.events.count == 2)
+    #expect(update.events.first == .connectionChanged(Self.address, connected: true))
+    if case .servicesResolved(let address, _) = update.events.last {
+      #expect(address == Self.address)
+    } else {
+      Issue.record("no servicesResolved: \(update.events)")
+    }
+  }
+
+  @Test("a returned Connect() marks the link up once when bluetoothd did not say so")
+  func markConnected() throws {
+    var (model, _) = try BlueZObjectModelTests().loaded(devices: 2)
+    #expect(model.markConnected(Self.device) == [.connectionChanged(Self.address, connected: true)])
+    #expect(model.markConnected(Self.device).isEmpty)
+  }
+
   @Test("a snapshot reports a connected, resolved device's tree right after it appears")
   func snapshot() throws {
     var model = BlueZObjectModel(maxDevices: 10)

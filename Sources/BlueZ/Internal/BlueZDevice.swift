@@ -95,7 +95,14 @@ struct BlueZDevice: Sendable, Hashable {
       case "ServiceData": if let parsed = Self.serviceData(value) { serviceData = parsed }
       case "UUIDs": if let parsed = Self.uuids(value) { uuids = parsed }
       case "Connected": if let flag = value.boolValue { connected = flag }
-      case "ServicesResolved": if let flag = value.boolValue { servicesResolved = flag }
+      case "ServicesResolved":
+        if let flag = value.boolValue {
+          servicesResolved = flag
+          // bluetoothd 5.66 does not always emit `Connected: true` for an LE link made with
+          // `Connect()` (seen in the lab: the link was already counted), but resolved
+          // services need a link.
+          if flag { connected = true }
+        }
       case "Paired": if let flag = value.boolValue { paired = flag }
       case "Adapter":
         if case .objectPath(let path) = value { adapter = path }

@@ -9,6 +9,17 @@ extension BlueZObjectModel {
   }
 
   /// Whether the device is connected and BlueZ finished discovering its services.
+  /// Records that a device's link is up (a `Connect()` call returned), for when bluetoothd
+  /// did not emit `Connected: true`.
+  ///
+  /// - Returns: `connectionChanged(true)` when the model thought it disconnected.
+  mutating func markConnected(_ path: DBusObjectPath) -> [CentralEvent] {
+    guard var device = devices[path], !device.connected else { return [] }
+    device.connected = true
+    devices[path] = device
+    return [.connectionChanged(device.address, connected: true)]
+  }
+
   static func isResolved(_ device: BlueZDevice) -> Bool {
     device.connected && device.servicesResolved
   }

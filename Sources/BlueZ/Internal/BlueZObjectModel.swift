@@ -27,7 +27,7 @@ struct BlueZObjectModel: Sendable {
   }
 
   private(set) var adapters: [DBusObjectPath: BlueZAdapter] = [:]
-  private(set) var devices: [DBusObjectPath: BlueZDevice] = [:]
+  var devices: [DBusObjectPath: BlueZDevice] = [:]
   /// When an advertisement was last seen on each adapter (by adapter path).
   private(set) var lastAdvertisement: [DBusObjectPath: ContinuousClock.Instant] = [:]
   /// Devices forgotten to keep the map bounded.

@@ -1,0 +1,355 @@
+public import BridgeCore
+import DBus
+public import Logging
+
+/// The ``BLEPeripheral`` port over BlueZ's D-Bus API: a GATT application registered with
+/// `GattManager1.RegisterApplication` and an LE advertisement registered with
+/// `LEAdvertisingManager1.RegisterAdvertisement`, kept registered across bluetoothd restarts,
+/// adapter power cycles, refusals and lost bus connections.
+///
+/// Run it as a long-running service (``run()``, e.g. as a swift-service-lifecycle `Service`): it
+/// opens its **own** system bus connection, follows `NameOwnerChanged` of `org.bluez`, mirrors
+/// the adapters (one `GetManagedObjects` per bluetoothd instance, then `InterfacesAdded`,
+/// `InterfacesRemoved` and the adapters' `PropertiesChanged`), and registers whenever a
+/// definition is set (``startPeripheral(_:)``), bluetoothd runs and the chosen adapter (or the
+/// first powered one) is powered. Everything it does to BlueZ happens in one place, one step
+/// at a time, so a change that arrives mid-registration is handled by the next step:
+///
+/// - registering exports `<root>/app` (ObjectManager) with `service0` (`GattService1`),
+///   `char0` (the transfer characteristic: read, notify) and optionally `char1` (write), calls
+///   `RegisterApplication`, then exports `<root>/advertisement0` (`LEAdvertisement1`, type
+///   `peripheral`, the service UUID, the local name when it fits 31 bytes) and calls
+///   `RegisterAdvertisement`; both succeeded → ``PeripheralState/advertising``;
+/// - any refusal (`AlreadyExists`, `Failed to register advertisement`, a timeout, …) undoes what
+///   was registered and exported, reports ``PeripheralState/unavailable(reason:)`` and retries
+///   after ``BlueZPeripheralConfiguration/retryDelay``, doubled up to
+///   ``BlueZPeripheralConfiguration/maxRetryDelay``;
+/// - bluetoothd gone, the adapter powered off or removed → unregister what is left, unexport,
+///   ``PeripheralState/unavailable(reason:)``; back → registered again at once;
+/// - `LEAdvertisement1.Release` (bluetoothd dropped the advertisement) → the advertisement is
+///   registered again.
+///
+/// Centrals: `ReadValue` serves the value of ``setReadValue(_:)`` from the requested offset
+/// (`org.bluez.Error.InvalidOffset` past the end) and reports the central's MTU from the call's
+/// options; centrals outside ``PeripheralService/allowedCentrals`` get
+/// `org.bluez.Error.NotAuthorized` (reads and writes: BlueZ 5.66 tells no central on
+/// `StartNotify`). ``notify(_:)`` emits `PropertiesChanged(Value)` on the characteristic, which
+/// bluetoothd sends to every subscribed central. Only the current owner of `org.bluez` may call
+/// our methods.
+///
+/// Events (``peripheralEvents()``): each subscriber buffers at most
+/// ``BlueZPeripheralConfiguration/eventBufferSize`` events and drops its **oldest** when full
+/// (counted in ``Statistics/droppedEvents``).
+///
+/// - Important: All state lives in this actor. ``run()`` is meant to be called once; the event
+///   streams finish when it returns. Closing the connection (cancelling ``run()``) makes
+///   bluetoothd drop our registrations by itself; call ``stopPeripheral()`` first for an
+///   orderly unregistration.
+public actor BlueZPeripheral: BLEPeripheral {
+  /// Counters for health reports and tests.
+  public struct Statistics: Sendable, Hashable {
+    /// Bus connections opened.
+    public var connections = 0
+    /// Successful `RegisterApplication` calls.
+    public var applicationRegistrations = 0
+    /// Successful `RegisterAdvertisement` calls.
+    public var advertisementRegistrations = 0
+    /// Registration attempts that failed (each retried with backoff).
+    public var failedRegistrations = 0
+    /// `LEAdvertisement1.Release` calls: bluetoothd dropped our advertisement.
+    public var releases = 0
+    /// Notifications sent.
+    public var notifications = 0
+    /// Reads and writes refused because the central is not allowed.
+    public var refused = 0
+    /// Events dropped because a subscriber fell behind.
+    public var droppedEvents = 0
+    /// Whether the application and the advertisement are registered now.
+    public var registered = false
+    /// The local name advertised now, `nil` for none.
+    public var advertisedLocalName: String?
+    /// A local name that was asked for but left out because it does not fit the 31-byte legacy
+    /// advertising data.
+    public var droppedLocalName: String?
+  }
+
+  /// What a registration depends on: the definition without the allow-list (which changes
+  /// nothing registered).
+  struct RegistrationKey: Sendable, Hashable {
+    let definition: PeripheralService
+
+    init(_ definition: PeripheralService) {
+      var shape = definition
+      shape.allowedCentrals = []
+      self.definition = shape
+    }
+  }
+
+  /// What should be registered now, from the definition, the stack and the adapters.
+  enum Target: Sendable, Hashable {
+    case stopped
+    case unavailable(String)
+    case publish(RegistrationKey, adapter: DBusObjectPath, epoch: Int)
+  }
+
+  /// What is registered, step by step, so that undoing it undoes exactly that.
+  struct Registration: Sendable {
+    let epoch: Int
+    let adapter: DBusObjectPath
+    let key: RegistrationKey
+    /// The connection the objects are exported on.
+    let connection: DBusConnection
+    /// Application objects exported, in export order.
+    var exported: [DBusObjectPath] = []
+    var applicationRegistered = false
+    var advertisementExported = false
+    var advertisementRegistered = false
+
+    var complete: Bool { applicationRegistered && advertisementRegistered }
+
+    func serves(_ target: Target) -> Bool {
+      guard case .publish(let key, let adapter, let epoch) = target else { return false }
+      return key == self.key && adapter == self.adapter && epoch == self.epoch
+    }
+  }
+
+  /// The settings.
+  public nonisolated let configuration: BlueZPeripheralConfiguration
+  let logger: Logger
+  let hub: EventHub<PeripheralEvent>
+  let paths: PeripheralPaths
+  let clock = ContinuousClock()
+  /// Wakes the registration loop; holds at most one pending wake-up.
+  let kicks: AsyncStream<Void>
+  let kicker: AsyncStream<Void>.Continuation
+  let connect: @Sendable (String?) async throws(DBusError) -> DBusConnection
+
+  var definition: PeripheralService?
+  var readValue: [UInt8] = []
+  var state: PeripheralState = .stopped
+
+  var connection: DBusConnection?
+  /// The unique name owning `org.bluez`, `nil` while bluetoothd is not running.
+  var owner: String?
+  /// Increases whenever the stack (or the connection) is lost, so that registrations and
+  /// snapshots of an old stack are recognised.
+  var epoch = 0
+  var adapters = PeripheralAdapters()
+  var synced = false
+  var snapshotting = false
+  /// Adapter signals held back while a snapshot is being taken.
+  var pending: [DBusSignal]?
+  var pendingOverflow = false
+
+  var registration: Registration?
+  /// The target of the last registration round, to reset the backoff when it changes.
+  var lastTarget: Target?
+  var failures = 0
+  var retryAt: ContinuousClock.Instant?
+  /// Whether the registration steps are held (by the loop or ``stopPeripheral()``).
+  var busy = false
+  var lockWaiters: [CheckedContinuation<Void, Never>] = []
+
+  /// Whether bluetoothd called `StartNotify` and no `StopNotify` since.
+  var notifying = false
+  /// The last MTU reported per central, so each change is reported once.
+  var knownMTU: [BluetoothAddress: Int] = [:]
+  var counters = Statistics()
+
+  /// Makes a peripheral; nothing happens until ``run()``.
+  ///
+  /// - Parameters:
+  ///   - configuration: The settings.
+  ///   - logger: Where to log (metadata keys `ble.adapter`, `ble.address`, `dbus.error`).
+  public init(
+    configuration: BlueZPeripheralConfiguration = BlueZPeripheralConfiguration(), logger: Logger
+  ) {
+    self.configuration = configuration
+    self.logger = logger
+    hub = EventHub(bufferSize: configuration.eventBufferSize)
+    if let root = try? DBusObjectPath(configuration.objectRoot),
+      let paths = try? PeripheralPaths(root: root)
+    {
+      self.paths = paths
+    } else {
+      logger.warning(
+        "invalid peripheral object root; using the default",
+        metadata: ["dbus.path": "\(configuration.objectRoot)"])
+      paths = PeripheralPaths.standard
+    }
+    (kicks, kicker) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    connect = { address throws(DBusError) in
+      if let address { return try await DBusConnection(address: address) }
+      return try await DBusConnection.system()
+    }
+  }
+
+  // MARK: port
+
+  /// A stream of everything the peripheral reports from now on; it finishes when ``run()``
+  /// returns.
+  ///
+  /// Buffering: the newest ``BlueZPeripheralConfiguration/eventBufferSize`` events per
+  /// subscriber.
+  ///
+  /// - Returns: The events.
+  public nonisolated func peripheralEvents() -> AsyncStream<PeripheralEvent> {
+    hub.subscribe()
+  }
+
+  /// Sets (or replaces) what to publish; registration happens in ``run()`` as soon as
+  /// bluetoothd and an adapter allow, and is reported as
+  /// ``PeripheralEvent/stateChanged(_:)``. A new definition that differs only in
+  /// ``PeripheralService/allowedCentrals`` applies at once without registering again.
+  ///
+  /// - Parameter service: What to publish and advertise.
+  /// - Throws: ``CentralError`` `not_permitted` when the characteristic UUIDs are not distinct
+  ///   from each other and from the service's, or the local name contains NUL;
+  ///   `unknown_adapter` for an adapter name that is not a D-Bus path segment.
+  public func startPeripheral(_ service: PeripheralService) async throws(CentralError) {
+    try Self.validate(service)
+    if definition.map(RegistrationKey.init) != RegistrationKey(service) {
+      failures = 0
+      retryAt = nil
+    }
+    definition = service
+    logger.info(
+      "peripheral role started",
+      metadata: [
+        "ble.service": "\(service.service.longForm)",
+        "ble.adapter": "\(service.adapter ?? "any")",
+      ])
+    kick()
+  }
+
+  /// Withdraws the advertisement and the application (`UnregisterAdvertisement`,
+  /// `UnregisterApplication`), unexports our objects and reports
+  /// ``PeripheralState/stopped``. Waits for a registration step under way to finish first.
+  public func stopPeripheral() async {
+    definition = nil
+    await lock()
+    if let registration {
+      await teardown(registration)
+      self.registration = nil
+    }
+    failures = 0
+    retryAt = nil
+    setState(.stopped)
+    unlock()
+    kick()
+  }
+
+  /// The value `ReadValue` serves from now on (with offsets, for long reads).
+  ///
+  /// - Parameter value: The current text's bytes.
+  public func setReadValue(_ value: [UInt8]) async {
+    readValue = value
+  }
+
+  /// Sends one notification: emits `PropertiesChanged(org.bluez.GattCharacteristic1,
+  /// {Value: value})` on the transfer characteristic; bluetoothd sends it to every subscribed
+  /// central, cut at MTU − 3 bytes and without back-pressure (the caller paces).
+  ///
+  /// - Parameter value: The notification's bytes.
+  /// - Throws: ``CentralError`` `unavailable` when the application is not registered,
+  ///   `not_connected` when no central is subscribed (no `StartNotify` since the last
+  ///   `StopNotify`), or the bus's error.
+  public func notify(_ value: [UInt8]) async throws(CentralError) {
+    guard let registration, registration.applicationRegistered, registration.epoch == epoch,
+      let connection, connection === registration.connection
+    else {
+      throw CentralError(.unavailable, message: "the peripheral service is not registered")
+    }
+    guard notifying else {
+      throw CentralError(.notConnected, message: "no central is subscribed")
+    }
+    do {
+      try await connection.emitPropertiesChanged(
+        path: paths.characteristic, interface: BlueZNames.gattCharacteristic,
+        changed: ["Value": .bytes(value)])
+    } catch {
+      throw CentralError.bluez(error, operation: "notify")
+    }
+    counters.notifications += 1
+  }
+
+  /// The counters now.
+  public var statistics: Statistics {
+    var result = counters
+    result.droppedEvents = hub.dropped
+    result.registered = registration?.complete == true && registration?.epoch == epoch
+    return result
+  }
+
+  /// The role's state now (the last ``PeripheralEvent/stateChanged(_:)`` reported).
+  public var currentState: PeripheralState { state }
+
+  // MARK: helpers
+
+  /// Checks a definition for what BlueZ would refuse for good.
+  static func validate(_ service: PeripheralService) throws(CentralError) {
+    var uuids: Set<BluetoothUUID> = [service.service, service.characteristic]
+    guard uuids.count == 2 else {
+      throw CentralError(
+        .notPermitted, message: "the service and the characteristic need different UUIDs")
+    }
+    if let write = service.writeCharacteristic {
+      uuids.insert(write)
+      guard uuids.count == 3 else {
+        throw CentralError(
+          .notPermitted, message: "the writable characteristic needs a UUID of its own")
+      }
+    }
+    if let name = service.localName, name.utf8.contains(0) {
+      throw CentralError(.notPermitted, message: "the local name contains NUL")
+    }
+    if let adapter = service.adapter {
+      guard !adapter.isEmpty,
+        adapter.utf8.allSatisfy({
+          ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A)
+            || $0 == 0x5F
+        })
+      else {
+        throw CentralError(.unknownAdapter, message: "'\(adapter)' is not an adapter name")
+      }
+    }
+  }
+
+  /// Reports a new state once.
+  func setState(_ newState: PeripheralState) {
+    guard newState != state else { return }
+    state = newState
+    switch newState {
+    case .advertising: logger.info("peripheral role advertising")
+    case .stopped: logger.info("peripheral role stopped")
+    case .unavailable(let reason):
+      logger.notice("peripheral role unavailable", metadata: ["reason": "\(reason)"])
+    }
+    hub.yield(.stateChanged(newState))
+  }
+
+  /// Wakes the registration loop.
+  func kick() {
+    kicker.yield()
+  }
+
+  /// Waits until no registration step runs, then holds the steps.
+  func lock() async {
+    if !busy {
+      busy = true
+      return
+    }
+    await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+      lockWaiters.append(waiter)
+    }
+  }
+
+  /// Hands the steps to the next waiter, or frees them.
+  func unlock() {
+    if lockWaiters.isEmpty {
+      busy = false
+    } else {
+      lockWaiters.removeFirst().resume()
+    }
+  }
+}

@@ -1,0 +1,57 @@
+/// Settings of a ``BlueZPeripheral``; every default is the documented configuration default.
+public struct BlueZPeripheralConfiguration: Sendable, Hashable {
+  /// The D-Bus address of the system bus, or `nil` for `DBUS_SYSTEM_BUS_ADDRESS` or else
+  /// `unix:path=/run/dbus/system_bus_socket` (`bluetooth.bus_address`).
+  public var busAddress: String?
+  /// The object path below which the GATT application (`<root>/app`) and the advertisement
+  /// (`<root>/advertisement0`) are exported on our connection (default `/org/gatt2mqtt`); an
+  /// invalid path falls back to the default.
+  public var objectRoot: String
+  /// How many events each ``BlueZPeripheral/peripheralEvents()`` subscriber buffers; a consumer
+  /// that falls behind loses the oldest ones (default 1024).
+  public var eventBufferSize: Int
+  /// How many BlueZ signals (adapter changes) the connection buffers (default 1024).
+  public var signalBufferSize: Int
+  /// How long a BlueZ method call may take (`RegisterApplication` waits for bluetoothd to read
+  /// our objects; default 10 s).
+  public var callTimeout: Duration
+  /// The first delay before registering again after a refusal, doubled after each failure
+  /// (default 1 s).
+  public var retryDelay: Duration
+  /// The longest delay between registration attempts (default 30 s).
+  public var maxRetryDelay: Duration
+  /// The first delay before reconnecting to a lost bus, doubled after each failure
+  /// (default 0.5 s).
+  public var reconnectDelay: Duration
+  /// The longest delay between reconnection attempts (default 30 s).
+  public var maxReconnectDelay: Duration
+
+  /// Makes a configuration.
+  ///
+  /// - Parameters:
+  ///   - busAddress: The system bus address; `nil` for the default.
+  ///   - objectRoot: Where our objects are exported.
+  ///   - eventBufferSize: Events buffered per subscriber.
+  ///   - signalBufferSize: BlueZ signals buffered by the connection.
+  ///   - callTimeout: How long a BlueZ call may take.
+  ///   - retryDelay: The first delay before registering again.
+  ///   - maxRetryDelay: The longest delay before registering again.
+  ///   - reconnectDelay: The first reconnection delay.
+  ///   - maxReconnectDelay: The longest reconnection delay.
+  public init(
+    busAddress: String? = nil, objectRoot: String = "/org/gatt2mqtt", eventBufferSize: Int = 1024,
+    signalBufferSize: Int = 1024, callTimeout: Duration = .seconds(10),
+    retryDelay: Duration = .seconds(1), maxRetryDelay: Duration = .seconds(30),
+    reconnectDelay: Duration = .milliseconds(500), maxReconnectDelay: Duration = .seconds(30)
+  ) {
+    self.busAddress = busAddress
+    self.objectRoot = objectRoot
+    self.eventBufferSize = eventBufferSize
+    self.signalBufferSize = signalBufferSize
+    self.callTimeout = callTimeout
+    self.retryDelay = retryDelay
+    self.maxRetryDelay = maxRetryDelay
+    self.reconnectDelay = reconnectDelay
+    self.maxReconnectDelay = maxReconnectDelay
+  }
+}

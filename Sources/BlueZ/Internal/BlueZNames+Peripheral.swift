@@ -1,0 +1,11 @@
+/// The D-Bus names of BlueZ's peripheral-role API (`doc/gatt-api.txt`, `doc/advertising-api.txt`).
+extension BlueZNames {
+  static let gattManager = "org.bluez.GattManager1"
+  static let advertisingManager = "org.bluez.LEAdvertisingManager1"
+  static let advertisement = "org.bluez.LEAdvertisement1"
+  static let errorInvalidOffset = errorPrefix + "InvalidOffset"
+  static let errorNotAuthorized = errorPrefix + "NotAuthorized"
+  static let errorNotSupported = errorPrefix + "NotSupported"
+  static let errorAlreadyExists = errorPrefix + "AlreadyExists"
+  static let errorFailed = errorPrefix + "Failed"
+}

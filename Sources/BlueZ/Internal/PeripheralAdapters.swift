@@ -1,0 +1,135 @@
+import BridgeCore
+import DBus
+
+/// The adapters the peripheral role can use, mirrored from one `GetManagedObjects` snapshot and
+/// then from `InterfacesAdded`, `InterfacesRemoved` and the adapters' `PropertiesChanged`. Pure.
+///
+/// Only adapters matter here (devices and remote GATT objects are ignored), with the interfaces
+/// each one offers: registering needs `GattManager1` and `LEAdvertisingManager1` (the latter is
+/// missing on adapters without LE).
+struct PeripheralAdapters: Sendable {
+  /// One adapter and the interfaces of its object.
+  struct Entry: Sendable, Hashable {
+    var adapter: BlueZAdapter
+    var interfaces: Set<String>
+
+    /// Whether the adapter can hold a GATT application and an advertisement.
+    var canPublish: Bool {
+      interfaces.contains(BlueZNames.gattManager)
+        && interfaces.contains(BlueZNames.advertisingManager)
+    }
+  }
+
+  /// Which adapter to publish on, or why none can be used.
+  enum Choice: Sendable, Hashable {
+    case adapter(DBusObjectPath)
+    case unavailable(String)
+  }
+
+  private(set) var entries: [DBusObjectPath: Entry] = [:]
+
+  /// Replaces the mirror with the adapters of a `GetManagedObjects` reply.
+  ///
+  /// - Throws: ``BlueZObjectModel/MalformedReply`` when the reply is not `a{oa{sa{sv}}}`.
+  mutating func load(_ reply: [DBusValue]) throws(BlueZObjectModel.MalformedReply) {
+    guard reply.count == 1, case .dictionary(_, _, let objects) = reply[0] else {
+      throw BlueZObjectModel.MalformedReply(
+        description:
+          "GetManagedObjects replied \(reply.map(\.signature.rawValue)), not a{oa{sa{sv}}}")
+    }
+    entries = [:]
+    for (key, value) in objects {
+      guard case .objectPath(let path) = key,
+        let interfaces = BlueZObjectModel.interfaces(value),
+        let properties = interfaces[BlueZNames.adapter]
+      else { continue }
+      entries[path] = Entry(
+        adapter: BlueZAdapter(path: path, properties: properties),
+        interfaces: Set(interfaces.keys))
+    }
+  }
+
+  /// Applies one signal of the BlueZ owner.
+  ///
+  /// - Returns: Whether an adapter appeared, went, or changed what matters here.
+  mutating func apply(_ signal: DBusSignal) -> Bool {
+    let before = entries
+    switch (signal.interface, signal.member) {
+    case (BlueZNames.objectManager, "InterfacesAdded"):
+      guard signal.arguments.count == 2, case .objectPath(let path) = signal.arguments[0],
+        let interfaces = BlueZObjectModel.interfaces(signal.arguments[1])
+      else { return false }
+      if var entry = entries[path] {
+        entry.interfaces.formUnion(interfaces.keys)
+        if let properties = interfaces[BlueZNames.adapter] {
+          entry.adapter.update(properties, invalidated: [])
+        }
+        entries[path] = entry
+      } else if let properties = interfaces[BlueZNames.adapter] {
+        entries[path] = Entry(
+          adapter: BlueZAdapter(path: path, properties: properties),
+          interfaces: Set(interfaces.keys))
+      }
+    case (BlueZNames.objectManager, "InterfacesRemoved"):
+      guard signal.arguments.count == 2, case .objectPath(let path) = signal.arguments[0],
+        let names = signal.arguments[1].arrayValues?.compactMap(\.stringValue),
+        var entry = entries[path]
+      else { return false }
+      entry.interfaces.subtract(names)
+      entries[path] = entry.interfaces.contains(BlueZNames.adapter) ? entry : nil
+    case (BlueZNames.properties, "PropertiesChanged"):
+      guard signal.arguments.count >= 2, signal.arguments[0].stringValue == BlueZNames.adapter,
+        let changed = signal.arguments[1].propertyMap, var entry = entries[signal.path]
+      else { return false }
+      let invalidated =
+        signal.arguments.count > 2
+        ? (signal.arguments[2].arrayValues?.compactMap(\.stringValue) ?? []) : []
+      entry.adapter.update(changed, invalidated: invalidated)
+      entries[signal.path] = entry
+    default:
+      return false
+    }
+    return Self.relevant(before) != Self.relevant(entries)
+  }
+
+  /// Forgets every adapter (bluetoothd went away).
+  mutating func removeAll() {
+    entries = [:]
+  }
+
+  /// What decides the choice: path, id, power and capability of each adapter.
+  private static func relevant(_ entries: [DBusObjectPath: Entry]) -> [DBusObjectPath: String] {
+    entries.mapValues { "\($0.adapter.id) \($0.adapter.powered) \($0.canPublish)" }
+  }
+
+  /// The adapter to publish on.
+  ///
+  /// - Parameters:
+  ///   - requested: The adapter id asked for (`hci0`), or `nil` for any.
+  ///   - current: The adapter in use now; kept while it stays usable, so that another adapter
+  ///     powering on does not move the service.
+  /// - Returns: The adapter's path, or a reason for people.
+  func choose(requested: String?, current: DBusObjectPath?) -> Choice {
+    if let requested {
+      guard let entry = entries.values.first(where: { $0.adapter.id == requested }) else {
+        return .unavailable("adapter \(requested) is not present")
+      }
+      guard entry.adapter.powered else {
+        return .unavailable("adapter \(requested) is powered off")
+      }
+      guard entry.canPublish else {
+        return .unavailable("adapter \(requested) offers no LE advertising or GATT server")
+      }
+      return .adapter(entry.adapter.path)
+    }
+    if let current, let entry = entries[current], entry.adapter.powered, entry.canPublish {
+      return .adapter(current)
+    }
+    let usable = entries.values.filter { $0.adapter.powered && $0.canPublish }
+    if let first = usable.min(by: { $0.adapter.id < $1.adapter.id }) {
+      return .adapter(first.adapter.path)
+    }
+    if entries.isEmpty { return .unavailable("no Bluetooth adapter is present") }
+    return .unavailable("no powered Bluetooth adapter with LE advertising")
+  }
+}
