@@ -272,10 +272,7 @@ extension BlueZPeripheral {
       }
     }
     counters.advertisedLocalName = nil
-    if notifying {
-      notifying = false
-      hub.yield(.unsubscribed(central: nil))
-    }
+    endSubscriptions()
     knownMTU = [:]
   }
 

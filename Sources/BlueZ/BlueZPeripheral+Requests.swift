@@ -70,22 +70,29 @@ extension BlueZPeripheral {
     hub.yield(.written(central: options.central, value: call.arguments.first?.bytesValue ?? []))
   }
 
-  /// `StartNotify()`: BlueZ 5.66 calls it for every central that enables notifications, with
-  /// no options, so the central and its MTU are unknown here.
+  /// `StartNotify()`: BlueZ 5.66 calls it for every CCC write that enables notifications
+  /// (`ccc_write_cb`: "Always call StartNotify for an incoming enable"), with no options, so
+  /// the central and its MTU are unknown here.
   func startNotify(_ call: DBusMethodCall) throws(DBusError) {
     try checkCaller(call)
-    notifying = true
+    subscriptions += 1
     hub.yield(.subscribed(central: nil, mtu: nil))
   }
 
-  /// `StopNotify()`: BlueZ 5.66 calls it when the **last** subscribed central unsubscribes or
-  /// disconnects.
+  /// `StopNotify()`: BlueZ 5.66 calls it only when its count of subscriptions drops to zero
+  /// (the **last** central unsubscribed or disconnected; a bonded central's subscription
+  /// outlives its link), so every subscription still counted ends here.
   func stopNotify(_ call: DBusMethodCall) throws(DBusError) {
     try checkCaller(call)
     knownMTU = [:]
-    guard notifying else { return }
-    notifying = false
-    hub.yield(.unsubscribed(central: nil))
+    endSubscriptions()
+  }
+
+  /// Reports one ``PeripheralEvent/unsubscribed(central:)`` per subscription still counted.
+  func endSubscriptions() {
+    let ended = subscriptions
+    subscriptions = 0
+    for _ in 0..<ended { hub.yield(.unsubscribed(central: nil)) }
   }
 
   /// `LEAdvertisement1.Release()`: bluetoothd dropped the advertisement (timeout, adapter

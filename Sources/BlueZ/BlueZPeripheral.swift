@@ -34,8 +34,13 @@ public import Logging
 /// options; centrals outside ``PeripheralService/allowedCentrals`` get
 /// `org.bluez.Error.NotAuthorized` (reads and writes: BlueZ 5.66 tells no central on
 /// `StartNotify`). ``notify(_:)`` emits `PropertiesChanged(Value)` on the characteristic, which
-/// bluetoothd sends to every subscribed central. Only the current owner of `org.bluez` may call
-/// our methods.
+/// bluetoothd sends to every subscribed central. Subscriptions: BlueZ 5.66 calls `StartNotify`
+/// (no options) for every central that subscribes and `StopNotify` only when the last one has
+/// left, so each `StartNotify` reports ``PeripheralEvent/subscribed(central:mtu:)`` with no
+/// central, and `StopNotify` (or the loss of the registration) reports one
+/// ``PeripheralEvent/unsubscribed(central:)`` per subscription still counted. `NotifyAcquired`
+/// is not exposed: bluetoothd would use `AcquireNotify` for the first central only. Only the
+/// current owner of `org.bluez` may call our methods.
 ///
 /// Events (``peripheralEvents()``): each subscriber buffers at most
 /// ``BlueZPeripheralConfiguration/eventBufferSize`` events and drops its **oldest** when full
@@ -150,8 +155,11 @@ public actor BlueZPeripheral: BLEPeripheral {
   var busy = false
   var lockWaiters: [CheckedContinuation<Void, Never>] = []
 
-  /// Whether bluetoothd called `StartNotify` and no `StopNotify` since.
-  var notifying = false
+  /// `StartNotify` calls since the last `StopNotify`: BlueZ 5.66 calls `StartNotify` for every
+  /// central that subscribes but `StopNotify` only when the last one leaves, so each
+  /// subscription reported is matched by one `unsubscribed` then.
+  var subscriptions = 0
+  var notifying: Bool { subscriptions > 0 }
   /// The last MTU reported per central, so each change is reported once.
   var knownMTU: [BluetoothAddress: Int] = [:]
   var counters = Statistics()

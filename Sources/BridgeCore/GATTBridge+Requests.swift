@@ -164,6 +164,31 @@ extension GATTBridge {
   mutating func write(_ path: CharacteristicPath, payload: [UInt8], reply: ReplyAddress?)
     -> [GATTOutput]
   {
+    // Whether the characteristic can be written at all comes first: a bad payload for a
+    // read-only characteristic is `not_permitted`, not `invalid_payload`.
+    let (id, characteristic): (GATTCharacteristicID, GATTTree.Characteristic)
+    switch target(path) {
+    case .failure(let failure):
+      let transaction = try? WriteRequest(parsing: payload, format: format(for: path)).transaction
+      return result(path, op: "write", transaction: transaction, reply: reply, failure)
+    case .success(let found):
+      (id, characteristic) = found
+    }
+    guard characteristic.canWriteWithResponse || characteristic.canWriteWithoutResponse else {
+      return result(
+        path, op: "write", transaction: nil, reply: reply,
+        Failure(
+          "not_permitted", "the characteristic is not writable (flags: \(characteristic.flags))"))
+    }
+    if !configuration.writable.isEmpty,
+      !configuration.writable.contains(where: {
+        $0.matches(device: path.device, service: path.service, characteristic: path.characteristic)
+      })
+    {
+      return result(
+        path, op: "write", transaction: nil, reply: reply,
+        Failure("not_permitted", "bluetooth.gatt.writable does not list this characteristic"))
+    }
     let request: WriteRequest
     do {
       request = try WriteRequest(parsing: payload, format: format(for: path))
@@ -171,54 +196,39 @@ extension GATTBridge {
       return result(path, op: "write", transaction: nil, reply: reply, error: error)
     }
     let transaction = request.transaction
-    switch target(path) {
-    case .failure(let failure):
-      return result(path, op: "write", transaction: transaction, reply: reply, failure)
-    case .success(let (id, characteristic)):
-      if !configuration.writable.isEmpty,
-        !configuration.writable.contains(where: {
-          $0.matches(
-            device: path.device, service: path.service, characteristic: path.characteristic)
-        })
-      {
-        return result(
-          path, op: "write", transaction: transaction, reply: reply,
-          Failure("not_permitted", "bluetooth.gatt.writable does not list this characteristic"))
-      }
-      let withResponse: Bool
-      switch request.withResponse {
-      case .some(true) where characteristic.canWriteWithResponse,
-        .none where characteristic.canWriteWithResponse:
-        withResponse = true
-      case .some(false) where characteristic.canWriteWithoutResponse,
-        .none where characteristic.canWriteWithoutResponse:
-        withResponse = false
-      default:
-        let kind =
-          request.withResponse.map { $0 ? "writes with response" : "writes without response" }
-          ?? "writes"
-        return result(
-          path, op: "write", transaction: transaction, reply: reply,
-          Failure(
-            "not_permitted",
-            "the characteristic does not take \(kind) (flags: \(characteristic.flags))"))
-      }
-      let mtu = links[id.address]?.tree?.mtu ?? 23
-      let limit = withResponse ? Self.maximumValueLength : min(Self.maximumValueLength, mtu - 3)
-      guard request.value.count <= limit else {
-        let why =
-          withResponse
-          ? "the ATT protocol allows at most \(limit) bytes"
-          : "a write without response carries at most MTU - 3 = \(limit) bytes"
-        return result(
-          path, op: "write", transaction: transaction, reply: reply,
-          Failure("too_long", "\(request.value.count) bytes: \(why)"))
-      }
-      return enqueue(
-        Pending(
-          operation: makeOperation(id, .write(request.value, withResponse: withResponse)),
-          path: path, transaction: transaction, reply: reply, report: true))
+    let withResponse: Bool
+    switch request.withResponse {
+    case .some(true) where characteristic.canWriteWithResponse,
+      .none where characteristic.canWriteWithResponse:
+      withResponse = true
+    case .some(false) where characteristic.canWriteWithoutResponse,
+      .none where characteristic.canWriteWithoutResponse:
+      withResponse = false
+    default:
+      let kind =
+        request.withResponse.map { $0 ? "writes with response" : "writes without response" }
+        ?? "writes"
+      return result(
+        path, op: "write", transaction: transaction, reply: reply,
+        Failure(
+          "not_permitted",
+          "the characteristic does not take \(kind) (flags: \(characteristic.flags))"))
     }
+    let mtu = links[id.address]?.tree?.mtu ?? 23
+    let limit = withResponse ? Self.maximumValueLength : min(Self.maximumValueLength, mtu - 3)
+    guard request.value.count <= limit else {
+      let why =
+        withResponse
+        ? "the ATT protocol allows at most \(limit) bytes"
+        : "a write without response carries at most MTU - 3 = \(limit) bytes"
+      return result(
+        path, op: "write", transaction: transaction, reply: reply,
+        Failure("too_long", "\(request.value.count) bytes: \(why)"))
+    }
+    return enqueue(
+      Pending(
+        operation: makeOperation(id, .write(request.value, withResponse: withResponse)),
+        path: path, transaction: transaction, reply: reply, report: true))
   }
 
   mutating func setNotify(_ path: CharacteristicPath, _ enabled: Bool, reply: ReplyAddress?)

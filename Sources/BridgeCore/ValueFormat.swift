@@ -98,8 +98,8 @@ public enum ValueFormat: String, CaseIterable, Sendable {
   /// - ``json``: an object with exactly one of `"hex"`, `"base64"`, `"utf8"` (a string, decoded
   ///   as above); `"ts"` and `"gw"` may be present (so a published value can be sent back) and
   ///   are ignored; other keys are refused.
-  /// - ``decoded``: the same as ``json``. Typed members such as `"battery_level"` are not
-  ///   encoded back into bytes: they are refused as unknown keys.
+  /// - ``decoded``: a JSON object as for ``json``, or else bare ``hex`` (typed values are
+  ///   published, not written: members such as `"battery_level"` are refused as unknown keys).
   ///
   /// - Parameter payload: The payload bytes.
   /// - Returns: The value.
@@ -115,6 +115,8 @@ public enum ValueFormat: String, CaseIterable, Sendable {
       return payload
     case .raw:
       return payload
+    case .decoded where !PayloadFields.looksLikeJSONObject(payload):
+      return try Self.decodeHex(payload, UTF8Rules.trimmedRange(payload))
     case .json, .decoded:
       let object = try Self.parseObject(payload)
       for key in object.keys where !Self.valueKeys.contains(key) && key != "ts" && key != "gw" {

@@ -11,13 +11,20 @@ public enum GatewayRunner {
   /// - Throws: ``GatewayError`` when the gateway cannot start.
   public static func run(configuration: GatewayConfiguration, logger: Logger) async throws {
     let central = makeCentral(configuration, logger: logger)
+    // The peripheral role uses the same stack as the central: only when BlueZ is in use.
+    let peripheral = central.map { _ in
+      BlueZPeripheral(configuration: BlueZPeripheralConfiguration(), logger: logger)
+    }
     let service = try GatewayService(
-      configuration: configuration, logger: logger, central: central)
+      configuration: configuration, logger: logger, central: central, peripheral: peripheral)
     var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
     if let central {
       // First in the list, so it stops last: the gateway publishes `offline` before the
       // Bluetooth side goes away.
       services.append(.init(service: CentralService(central: central)))
+    }
+    if let peripheral {
+      services.append(.init(service: PeripheralStackService(peripheral: peripheral)))
     }
     services.append(.init(service: service))
     let group = ServiceGroup(
@@ -65,5 +72,15 @@ struct CentralService: Service {
 
   func run() async throws {
     await cancelWhenGracefulShutdown { await central.run() }
+  }
+}
+
+/// Runs the BlueZ peripheral's connection to bluetoothd until graceful shutdown (the gateway,
+/// shut down first, has withdrawn the service by then).
+struct PeripheralStackService: Service {
+  let peripheral: BlueZPeripheral
+
+  func run() async throws {
+    await cancelWhenGracefulShutdown { await peripheral.run() }
   }
 }

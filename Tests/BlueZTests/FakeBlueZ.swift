@@ -24,6 +24,8 @@ final class FakeBlueZ: Sendable {
     let hanging = Mutex<Set<String>>([])
     /// Object paths whose hanging call was cancelled by `Disconnect`.
     let cancelled = Mutex<Set<String>>([])
+    /// Registered GATT applications and advertisements (`FakeBlueZ+Peripheral.swift`).
+    let peripheral = Mutex(FakePeripheralRecords())
   }
 
   let connection: DBusConnection
@@ -152,7 +154,8 @@ final class FakeBlueZ: Sendable {
       ],
       properties: dbusProperties)
     try await connection.export(
-      DBusExportedObject(interfaces: [interface]), at: try DBusObjectPath(path))
+      DBusExportedObject(interfaces: [interface] + peripheralManagers(adapter: path)),
+      at: try DBusObjectPath(path))
   }
 
   /// Exports a device at `<adapter>/dev_<address>` (or `path`) with these Device1 properties

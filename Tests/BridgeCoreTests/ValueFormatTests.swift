@@ -218,8 +218,19 @@ struct ValueFormatTests {
     ])
   func refusesMalformedJSON(_ payload: String, _ error: PayloadError) {
     #expect(throws: error) { try ValueFormat.json.decode(Array(payload.utf8)) }
-    #expect(throws: error) { try ValueFormat.decoded.decode(Array(payload.utf8)) }
+    if payload.hasPrefix("{") {
+      #expect(throws: error) { try ValueFormat.decoded.decode(Array(payload.utf8)) }
+    } else {
+      // Not an object: decoded reads it as bare hex, which these are not.
+      #expect(throws: PayloadError.self) { try ValueFormat.decoded.decode(Array(payload.utf8)) }
+    }
     #expect(error.code == "invalid_payload")
+  }
+
+  @Test("decoded takes a bare value as hex")
+  func decodedBareHex() throws {
+    #expect(try ValueFormat.decoded.decode(Array("0a1b".utf8)) == [0x0A, 0x1B])
+    #expect(try ValueFormat.decoded.decode(Array(#"{"hex":"0a"}"#.utf8)) == [0x0A])
   }
 
   @Test("json refuses invalid UTF-8 bytes before parsing")
