@@ -238,6 +238,25 @@ struct GATTBridgeOperationTests {
     #expect(h.bridge.counters.transfers == 1)
   }
 
+  @Test("StartNotify answered InProgress while bluetoothd re-arms it counts as on")
+  func notifyInProgressIsOn() throws {
+    var h = GATTHarness(.init(policy: ConnectionPolicy(addresses: [H.sensor])))
+    let hr = H.path(H.heartRate, H.heartRateMeasurement)
+    h.send(.notify(hr), "on")
+    let arming = h.ready().operations.filter {
+      $0.characteristic.characteristic == H.heartRateMeasurement
+    }
+    let operation = try #require(arming.first)
+    h.finish(operation, .failure(CentralError(.inProgress, message: "busy")))
+    #expect(h.results(hr).last?["status"] == "ok")
+    #expect(h.results(hr).last?["notifying"] == true)
+    // A read failing with InProgress stays an error.
+    let battery = H.path(H.battery, H.batteryLevel)
+    let read = try #require(h.send(.get(battery), "").operations.first)
+    h.finish(read, .failure(CentralError(.inProgress, message: "busy")))
+    #expect(h.results(battery).last?["error"] == "in_progress")
+  }
+
   @Test("the decoded format publishes typed JSON for known characteristics")
   func decoded() throws {
     var h = readyHarness(.init(formats: [try FormatRule(parsing: "*/180f/2a19=decoded")]))
