@@ -21,6 +21,8 @@ public final class PeripheralRoleService: Sendable {
   private let startAtLaunch: Bool
   private let wake: AsyncStream<Void>
   private let wakeSink: AsyncStream<Void>.Continuation
+  private let outputs: AsyncStream<[PeripheralBridge.Output]>
+  private let outputSink: AsyncStream<[PeripheralBridge.Output]>.Continuation
 
   /// Creates the service.
   ///
@@ -44,6 +46,9 @@ public final class PeripheralRoleService: Sendable {
     self.client = client
     self.logger = logger
     (wake, wakeSink) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    // Unbounded on purpose: one small batch per MQTT text message (bounded by the client's
+    // inbound queue) or peripheral event; carried out in order by `run()`.
+    (outputs, outputSink) = AsyncStream.makeStream(of: [PeripheralBridge.Output].self)
   }
 
   /// Runs until the task is cancelled; withdraws the service at the end.
@@ -53,6 +58,9 @@ public final class PeripheralRoleService: Sendable {
     await withTaskGroup(of: Void.self) { group in
       group.addTask { await self.consumeEvents() }
       group.addTask { await self.sender() }
+      group.addTask {
+        for await batch in self.outputs { await self.carryOut(batch) }
+      }
       if startAtLaunch {
         group.addTask { _ = await self.start() }
       }
@@ -84,8 +92,7 @@ public final class PeripheralRoleService: Sendable {
   /// - Parameter message: The message.
   public func text(_ message: MQTTMessage) {
     let now = Date().timeIntervalSince1970
-    let outputs = bridge.withLock { $0.setText(message.payload, now: now) }
-    Task { await carryOut(outputs) }
+    outputSink.yield(bridge.withLock { $0.setText(message.payload, now: now) })
     wakeSink.yield()
   }
 
