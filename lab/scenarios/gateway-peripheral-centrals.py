@@ -1,0 +1,71 @@
+"""Two Bumble centrals subscribed to the gateway's transfer service at once both receive every text complete; a central disconnecting mid-transfer gives an `aborted` event and the gateway goes on serving the next central."""
+
+ROWS = "P4 P5"
+TIMEOUT = 600
+
+CONFIG = """
+mqtt:
+  host: 127.0.0.1
+  port: 1883
+gateway:
+  id: lab
+bluetooth:
+  radio: bluez
+  scan_on_start: false
+peripheral:
+  enabled: true
+"""
+
+TEXT_SET = "gatt2mqtt/bridge/lab/peripheral/text/set"
+EVENT = "gatt2mqtt/bridge/lab/peripheral/event"
+
+
+async def run(lab):
+    mqtt = await lab.mqtt(subscribe="gatt2mqtt/bridge/lab/peripheral/#")
+    first = ("Zwei Zentralen, ein Text ✓ " * 40).encode()
+    mqtt.publish(TEXT_SET, first, retain=True)
+    gateway = await lab.gateway(CONFIG)
+    await mqtt.expect("gatt2mqtt/bridge/lab/peripheral/state",
+                      where=lambda m: m.json().get("state") == "advertising", timeout=120)
+
+    # Two centrals at once: each gets the text when it subscribes (the second subscription
+    # sends it again to both, which is a complete text too).
+    a = await lab.peer("central", mtu=23, name="central-a")
+    ev = await a.wait("text", timeout=120)
+    lab.check(bytes.fromhex(ev["hex"]) == first, "central a: first text differs")
+    b = await lab.peer("central", mtu=23, name="central-b")
+    ev = await b.wait("text", timeout=120)
+    lab.check(bytes.fromhex(ev["hex"]) == first, "central b: first text differs")
+    for round_ in range(3):
+        text = (f"round {round_}: pushed to both ✓ " * (20 + 30 * round_)).encode()
+        marks = (a.mark(), b.mark())
+        mqtt.publish(TEXT_SET, text, retain=True)
+        for central, mark in zip((a, b), marks):
+            ev = await central.wait("text", after=mark, timeout=120)
+            lab.check(bytes.fromhex(ev["hex"]) == text, f"{central.name}, round {round_}: text differs")
+    for central in (a, b):
+        for ev in central.events("text"):
+            got = bytes.fromhex(ev["hex"])
+            lab.check(got == first or got.startswith(b"round "), f"{central.name} got a mixed text: {got[:40]!r}")
+    await a.stop()
+    await b.stop()
+
+    # P5: the only central goes away in the middle of a 64 KiB transfer: aborted, not sent.
+    big = ("Abgebrochen? ✓ " * 5000).encode()[:65536]
+    c = await lab.peer("central", mtu=23, name="central-c", report_chunks=True)
+    await c.wait("text", timeout=120)
+    mark = mqtt.mark()
+    mqtt.publish(TEXT_SET, big, retain=True)
+    await c.wait("chunk", where=lambda e: e["n"] >= 200, timeout=120)
+    await c.stop()
+    aborted = await mqtt.expect(EVENT, after=mark, where=lambda m: m.json().get("type") == "aborted",
+                                timeout=120)
+    lab.log(f"aborted: {aborted.text}")
+    lab.check(not any(m.json().get("type") == "sent" and m.json().get("bytes") == len(big)
+                      for m in mqtt.received(EVENT, after=mark)), "the cut transfer was reported sent")
+
+    # The gateway is fine: still advertising, and a new central gets the whole text.
+    d = await lab.peer("central", mtu=23, name="central-d")
+    ev = await d.wait("text", timeout=240)
+    lab.check(bytes.fromhex(ev["hex"]) == big, f"central d: got {ev['bytes']} bytes")
+    lab.check(gateway.proc.returncode is None, "the gateway kept running")
