@@ -20,17 +20,23 @@ peripheral:
 TEXT_SET = "gatt2mqtt/bridge/lab/peripheral/text/set"
 
 
+async def publish_text(lab, text: bytes, name: str) -> None:
+    """Publish a (possibly large) retained text with mosquitto_pub: a short-lived client of its
+    own, so a big payload never waits on the scenario's MQTT client."""
+    path = lab.dir / f"{name}.txt"
+    path.write_bytes(text)
+    pub = await lab.process(f"pub-{name}", ["mosquitto_pub", "-h", "127.0.0.1", "-p", "1883", "-q", "1",
+                                            "-r", "-t", TEXT_SET, "-f", str(path)])
+    status = await pub.proc.wait()
+    lab.check(status == 0, f"mosquitto_pub exited with {status}")
+
+
 def text_of(size: int) -> bytes:
-    """`size` bytes of UTF-8 with multi-byte characters, cut on a character boundary."""
+    """`size` bytes of UTF-8 with multi-byte characters (a cut character becomes dots)."""
     unit = "Grüße aus dem Labor ✓ 東京 🚀 ".encode()
     data = (unit * (size // len(unit) + 1))[:size]
-    while data:
-        try:
-            data.decode()
-            return data
-        except UnicodeDecodeError:
-            data = data[:-1] + b"."
-    return data
+    whole = data.decode("utf-8", "ignore").encode()
+    return whole + b"." * (size - len(whole))
 
 
 async def run(lab):
@@ -62,7 +68,7 @@ async def run(lab):
             text = text_of(size)
             mark = central.mark()
             mark_mqtt = mqtt.mark()
-            mqtt.publish(TEXT_SET, text, retain=True)
+            await publish_text(lab, text, f"mtu{mtu}-{size}")
             ev = await central.wait("text", after=mark, timeout=240 if size > 10000 else 90)
             got = bytes.fromhex(ev["hex"])
             lab.check(got == text, f"MTU {mtu}, {size} bytes: got {len(got)} bytes, differs")
