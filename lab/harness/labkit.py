@@ -119,6 +119,16 @@ class Lab:
         path.write_text(config)
         return await self.process("gateway", [self.gateway_path, "--config", str(path), *args], env=env)
 
+    async def publish_file(self, topic: str, payload: bytes, name: str, retain: bool = True) -> None:
+        """Publish a (possibly large) payload with mosquitto_pub, a short-lived client of its own
+        (QoS 1), so a big payload never waits on a scenario's MQTT client."""
+        path = self.dir / f"{name}.payload"
+        path.write_bytes(payload)
+        argv = ["mosquitto_pub", "-h", "127.0.0.1", "-p", "1883", "-q", "1", "-t", topic, "-f", str(path)]
+        pub = await self.process(f"pub-{name}", argv + (["-r"] if retain else []))
+        status = await pub.proc.wait()
+        self.check(status == 0, f"mosquitto_pub exited with {status}")
+
     async def mqtt(self, client_id: str | None = None, subscribe: str | list[str] | None = None):
         from mqtt import Mqtt
 

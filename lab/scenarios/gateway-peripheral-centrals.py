@@ -18,16 +18,6 @@ peripheral:
 
 TEXT_SET = "gatt2mqtt/bridge/lab/peripheral/text/set"
 
-
-async def publish_text(lab, text: bytes, name: str) -> None:
-    """Publish a (possibly large) retained text with mosquitto_pub: a short-lived client of its
-    own, so a big payload never waits on the scenario's MQTT client."""
-    path = lab.dir / f"{name}.txt"
-    path.write_bytes(text)
-    pub = await lab.process(f"pub-{name}", ["mosquitto_pub", "-h", "127.0.0.1", "-p", "1883", "-q", "1",
-                                            "-r", "-t", TEXT_SET, "-f", str(path)])
-    status = await pub.proc.wait()
-    lab.check(status == 0, f"mosquitto_pub exited with {status}")
 EVENT = "gatt2mqtt/bridge/lab/peripheral/event"
 
 
@@ -67,7 +57,7 @@ async def run(lab):
     c = await lab.peer("central", mtu=23, name="central-c", report_chunks=True)
     await c.wait("text", timeout=120)
     mark = mqtt.mark()
-    await publish_text(lab, big, "big")
+    await lab.publish_file(TEXT_SET, big, "big")
     await c.wait("chunk", where=lambda e: e["n"] >= 200, timeout=120)
     await c.stop()
     aborted = await mqtt.expect(EVENT, after=mark, where=lambda m: m.json().get("type") == "aborted",

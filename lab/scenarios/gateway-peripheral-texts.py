@@ -20,16 +20,6 @@ peripheral:
 TEXT_SET = "gatt2mqtt/bridge/lab/peripheral/text/set"
 
 
-async def publish_text(lab, text: bytes, name: str) -> None:
-    """Publish a (possibly large) retained text with mosquitto_pub: a short-lived client of its
-    own, so a big payload never waits on the scenario's MQTT client."""
-    path = lab.dir / f"{name}.txt"
-    path.write_bytes(text)
-    pub = await lab.process(f"pub-{name}", ["mosquitto_pub", "-h", "127.0.0.1", "-p", "1883", "-q", "1",
-                                            "-r", "-t", TEXT_SET, "-f", str(path)])
-    status = await pub.proc.wait()
-    lab.check(status == 0, f"mosquitto_pub exited with {status}")
-
 
 def text_of(size: int) -> bytes:
     """`size` bytes of UTF-8 with multi-byte characters (a cut character becomes dots)."""
@@ -41,8 +31,8 @@ def text_of(size: int) -> bytes:
 
 async def run(lab):
     mqtt = await lab.mqtt(subscribe="gatt2mqtt/bridge/lab/peripheral/#")
-    first = text_of(200)
-    mqtt.publish(TEXT_SET, first, retain=True)
+    current = text_of(200)
+    mqtt.publish(TEXT_SET, current, retain=True)
     gateway = await lab.gateway(CONFIG)
 
     # P1/P2/P3: registered and advertising; the state is retained.
@@ -58,17 +48,18 @@ async def run(lab):
     sizes = [0, 1, 19, 20, 21, 4096, 65536]
     for mtu in (23, 247):
         # P4: a central finds the service by its advertised UUID, subscribes, gets the current
-        # text (the retained one the gateway had at start).
+        # text (the last one published).
         central = await lab.peer("central", mtu=mtu, name=f"central-mtu{mtu}")
         ev = await central.wait("text", timeout=180)
         lab.check(ev["mtu"] == mtu, f"central MTU {ev['mtu']}, wanted {mtu}")
-        lab.check(bytes.fromhex(ev["hex"]) == first, f"MTU {mtu}: first text differs: {ev['text'][:60]!r}")
+        lab.check(bytes.fromhex(ev["hex"]) == current, f"MTU {mtu}: current text differs: {ev['text'][:60]!r}")
         # P6: every new text while subscribed is a new, complete message.
         for size in sizes:
             text = text_of(size)
             mark = central.mark()
             mark_mqtt = mqtt.mark()
-            await publish_text(lab, text, f"mtu{mtu}-{size}")
+            await lab.publish_file(TEXT_SET, text, f"mtu{mtu}-{size}")
+            current = text
             ev = await central.wait("text", after=mark, timeout=240 if size > 10000 else 90)
             got = bytes.fromhex(ev["hex"])
             lab.check(got == text, f"MTU {mtu}, {size} bytes: got {len(got)} bytes, differs")
