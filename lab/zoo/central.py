@@ -7,8 +7,10 @@ to the peer's request: bluetoothd starts its own exchange with 517), so --mtu 23
 23-byte ATT MTU. The link's actual MTU is reported.
 
 Events: scanning, found {address, rssi}, connected {address, handle}, mtu {mtu}, subscribed,
-chunk {n, size} (only with --report-chunks), text {text, hex, bytes, chunks, chunk_sizes, mtu},
-disconnected {reason}. Commands: unsubscribe, subscribe, disconnect, quit.
+chunk {n, size} (only with --report-chunks), text {text, hex, bytes, chunks, chunk_sizes, mtu,
+elapsed_s (first chunk to `EOM`, monotonic)}, read {bytes} (--read-first), incomplete {bytes, chunks, elapsed_s} (disconnected
+mid-text), disconnected {reason}, status {bytes, chunks, texts}. Commands: unsubscribe, subscribe, status,
+disconnect, quit.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -59,9 +62,11 @@ class Central(common.Peer):
         self.char = None
         self.buffer = bytearray()
         self.sizes: list[int] = []
+        self.first_at: float | None = None
         self.texts = 0
         self.commands["unsubscribe"] = self.cmd_unsubscribe
         self.commands["subscribe"] = self.cmd_subscribe
+        self.commands["status"] = self.cmd_status
 
     def build(self, device):
         # Answer the peer's MTU request with our cap too.
@@ -79,21 +84,31 @@ class Central(common.Peer):
 
     def on_value(self, value: bytes) -> None:
         value = bytes(value)
+        now = time.monotonic()
         if value == b"EOM":
             data = bytes(self.buffer)
             self.texts += 1
+            elapsed = now - self.first_at if self.first_at is not None else 0.0
             emit("text", text=data.decode("utf-8", "replace"), hex=data.hex(), bytes=len(data),
                  chunks=len(self.sizes), chunk_sizes=self.sizes,
-                 mtu=self.connection.att_mtu if self.connection else None, n=self.texts)
+                 mtu=self.connection.att_mtu if self.connection else None, n=self.texts,
+                 elapsed_s=round(elapsed, 6))
             self.buffer = bytearray()
             self.sizes = []
+            self.first_at = None
             if self.args.count and self.texts >= self.args.count:
                 self._stop.set()
             return
+        if self.first_at is None:
+            self.first_at = now
         self.buffer += value
         self.sizes.append(len(value))
         if self.args.report_chunks:
             emit("chunk", n=len(self.sizes), size=len(value))
+
+    def cmd_status(self, cmd):
+        """What has arrived of the current text (a benchmark asks when EOM is overdue)."""
+        emit("status", bytes=len(self.buffer), chunks=len(self.sizes), texts=self.texts)
 
     async def cmd_subscribe(self, cmd):
         await self.gatt.subscribe(self.char, self.on_value)
@@ -105,6 +120,11 @@ class Central(common.Peer):
 
     def on_disconnection(self, connection, reason):
         self.connection = None
+        if self.buffer or self.sizes:
+            # A text cut short: what had arrived (a benchmark reports it as lost).
+            elapsed = time.monotonic() - self.first_at if self.first_at is not None else 0.0
+            emit("incomplete", bytes=len(self.buffer), chunks=len(self.sizes),
+                 elapsed_s=round(elapsed, 6))
         if self.args.exit_on_disconnect:
             self._stop.set()
 
@@ -142,6 +162,10 @@ class Central(common.Peer):
         if not chars:
             raise RuntimeError(f"characteristic {self.args.char} not found")
         self.char = chars[0]
+        if self.args.read_first:
+            # One short read (no long read) before subscribing: a peripheral learns the MTU.
+            value = await gatt.read_value(self.char, no_long_read=True)
+            emit("read", bytes=len(value))
         await gatt.subscribe(self.char, self.on_value)
         emit("subscribed", mtu=connection.att_mtu)
 
@@ -157,4 +181,6 @@ if __name__ == "__main__":
     p.add_argument("--connect-timeout", type=float, default=30)
     p.add_argument("--report-chunks", action="store_true")
     p.add_argument("--exit-on-disconnect", action="store_true")
+    p.add_argument("--read-first", action="store_true",
+                   help="read the characteristic once (short read) before subscribing")
     common.main(Central, p.parse_args())

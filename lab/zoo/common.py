@@ -218,7 +218,8 @@ class Peer:
 
     async def _stdin_loop(self) -> None:
         loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader()
+        # Commands may carry large texts (a 64 KiB transfer text is ~400 KiB of JSON).
+        reader = asyncio.StreamReader(limit=1 << 24)
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
         while True:
             line = await reader.readline()

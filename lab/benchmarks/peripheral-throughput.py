@@ -1,0 +1,225 @@
+"""Benchmark, not a test: bytes/s of a 64 KiB text through the gateway's peripheral role against a Bumble-to-Bumble baseline on the same lab link, with a pacing sweep (Benchmarks/peripheral-throughput)."""
+
+# Run by Benchmarks/peripheral-throughput (lab/run --scenario-dir lab/benchmarks --scenario
+# peripheral-throughput): lab/run runs lab/scenarios/ only, so `lab/run` and scripts/test never
+# run this.
+#
+# One Bumble central (lab/zoo/central.py) scans for the transfer service, connects, sets the ATT
+# MTU, subscribes and reassembles the `EOM`-terminated text; it times each text from its first
+# chunk to `EOM` (`elapsed_s`). The sender is, in turn:
+#   baseline   a Bumble peripheral (lab/zoo/transfer.py) sending the same text as fast as its
+#              host lets it (each notification awaited, no pacing): the raw notification rate
+#              the lab link sustains, with MTU-3 chunks.
+#   gatt2mqtt  the gateway's peripheral role (real bluetoothd), fed the text by a retained MQTT
+#              publish, once per `peripheral.chunk_interval` of the sweep. At MTU 247 the central
+#              first reads the characteristic once (short read): BlueZ 5.66 tells a GATT
+#              application a central's MTU only in read and write requests, never on
+#              StartNotify, so without it the gateway stays at 20-byte chunks.
+# Each run checks the reassembled text byte for byte (loss, reordering or duplication all show
+# as a difference). Results: <scenario dir>/benchmark.json and benchmark.txt (the table the
+# launcher prints); ratios are gatt2mqtt bytes/s over the baseline's at the same MTU.
+
+import json
+from pathlib import Path
+
+from procs import LabError
+
+ROWS = "BENCH"
+TIMEOUT = 1800
+
+SIZE = 65536
+MTUS = (23, 247)
+SWEEP = {23: (0.001, 0.002, 0.005, 0.01), 247: (0.002, 0.005)}
+GRACE = 20  # s after the gateway reported the text sent
+TEXT_TIMEOUT = 240  # s (scaled by LAB_TIME_SCALE): 64 KiB at 10 ms pacing takes about a minute
+SERVICE = "e20a39f4-73f5-4bc4-a12f-17d1ad07a961"
+TEXT_SET = "gatt2mqtt/bridge/lab/peripheral/text/set"
+
+
+def text_of(size: int) -> bytes:
+    """`size` bytes of UTF-8 with multi-byte characters (a cut character becomes dots)."""
+    unit = "Grüße aus dem Labor ✓ 東京 🚀 ".encode()
+    data = (unit * (size // len(unit) + 1))[:size]
+    whole = data.decode("utf-8", "ignore").encode()
+    return whole + b"." * (size - len(whole))
+
+
+def gateway_config(lab, interval: float) -> str:
+    return f"""
+mqtt:
+  host: 127.0.0.1
+  port: 1883
+gateway:
+  id: lab
+bluetooth:
+  radio: bluez
+  adapter: {lab.adapter}
+  scan_on_start: false
+peripheral:
+  enabled: true
+  local_name: lab-gw
+  chunk_interval: {interval}
+"""
+
+
+def outcome(text: bytes, ev: dict) -> dict:
+    got = bytes.fromhex(ev["hex"])
+    sizes = ev["chunk_sizes"]
+    elapsed = max(float(ev.get("elapsed_s") or 0), 1e-6)
+    return {
+        "bytes": len(got), "intact": got == text, "chunks": len(sizes),
+        "chunk_size": max(sizes) if sizes else 0, "mtu": ev.get("mtu"),
+        "elapsed_s": round(elapsed, 3), "bytes_per_s": round(len(got) / elapsed, 1),
+        "chunks_per_s": round(len(sizes) / elapsed, 1),
+    }
+
+
+class Incomplete(Exception):
+    """The link dropped before `EOM`: what had arrived."""
+
+    def __init__(self, event: dict):
+        super().__init__(f"{event['bytes']} bytes in {event['chunks']} chunks arrived, no EOM")
+        self.event = event
+
+
+async def central_run(lab, mtu: int, name: str, read_first: bool = False, done=None) -> dict:
+    """The central's `text` event. `done`, when given, is awaited first: the sender's own
+    report that it sent everything; a text that does not follow within a grace period lost
+    chunks (or its `EOM`): `Incomplete` with what had arrived."""
+    central = await lab.peer("central", name=name, mtu=mtu, service=SERVICE, read_first=read_first,
+                             exit_on_disconnect=True)
+    try:
+        if done is not None:
+            await done()
+            timeout = GRACE
+        else:
+            timeout = TEXT_TIMEOUT
+        return await central.wait("text", timeout=timeout)
+    except LabError:
+        cut = central.events("incomplete")
+        if cut:
+            raise Incomplete(cut[-1]) from None
+        if central.running:
+            mark = central.mark()
+            central.send("status")
+            status = await central.wait("status", after=mark, timeout=10)
+            raise Incomplete({"bytes": status["bytes"], "chunks": status["chunks"],
+                              "elapsed_s": 0}) from None
+        raise
+    finally:
+        await central.stop()
+
+
+async def baseline_run(lab, text: bytes, mtu: int) -> dict:
+    sender = await lab.peer("transfer", name=f"peer-transfer-mtu{mtu}", text="-")
+    try:
+        mark = sender.mark()
+        sender.send("text", text=text.decode(), send=False)
+        ev = await sender.wait("text", after=mark, timeout=60)
+        lab.check(ev["bytes"] == len(text), f"transfer peer took {ev['bytes']} bytes")
+        return outcome(text, await central_run(lab, mtu, f"central-baseline-mtu{mtu}"))
+    finally:
+        await sender.stop()
+
+
+async def gateway_run(lab, mqtt, text: bytes, mtu: int, interval: float) -> dict:
+    tag = f"mtu{mtu}-{int(interval * 1000)}ms"
+    mark = mqtt.mark()
+    gateway = await lab.gateway(gateway_config(lab, interval), config_name=f"gatt2mqtt-{tag}.yaml")
+    try:
+        await mqtt.expect("gatt2mqtt/bridge/lab/peripheral/state", after=mark,
+                          where=lambda m: m.json().get("state") == "advertising", timeout=120)
+        sent_mark = mqtt.mark()
+
+        async def sent():
+            await mqtt.expect("gatt2mqtt/bridge/lab/peripheral/event", after=sent_mark,
+                              where=lambda m: m.json().get("type") == "sent", timeout=TEXT_TIMEOUT)
+
+        try:
+            ev = await central_run(lab, mtu, f"central-{tag}", read_first=mtu > 23, done=sent)
+        except Incomplete as cut:
+            # Chunks were dropped (the link gave up): a result, not an error of the benchmark.
+            e = cut.event
+            return {"bytes": e["bytes"], "intact": False, "chunks": e["chunks"], "chunk_size": 0,
+                    "mtu": mtu, "elapsed_s": round(float(e["elapsed_s"]), 3), "bytes_per_s": 0.0,
+                    "chunks_per_s": 0.0, "lost": str(cut)}
+        result = outcome(text, ev)
+        lab.check(gateway.running, "the gateway exited during the transfer")
+        return result
+    finally:
+        await gateway.stop()
+
+
+def table(results: dict) -> str:
+    lines = [
+        f"peripheral-throughput: one {SIZE // 1024} KiB text (multi-byte UTF-8) to one Bumble central,",
+        "  timed at the central from the first chunk to EOM; one lab run under QEMU emulation",
+        "  baseline = Bumble peripheral notifying back to back (the raw rate of the lab link)",
+        "  ratio = gatt2mqtt bytes/s / baseline bytes/s at the same MTU",
+        "",
+        f"  {'MTU':>4}  {'sender':<24}{'chunk':>6}{'chunks':>8}{'time':>10}{'bytes/s':>11}"
+        f"{'chunks/s':>10}  {'text':<8}{'ratio':>7}",
+    ]
+    for mtu in MTUS:
+        runs = results.get(str(mtu), {})
+        base = runs.get("baseline", {})
+        for key in ["baseline"] + [f"{iv}" for iv in SWEEP[mtu]]:
+            label = "baseline (Bumble)" if key == "baseline" else f"gatt2mqtt, {float(key) * 1000:g} ms pacing"
+            r = runs.get(key)
+            if r is None:
+                continue
+            if "error" in r:
+                lines.append(f"  {mtu:>4}  {label:<24}error: {r['error']}")
+                continue
+            ratio = "-"
+            if key != "baseline" and base.get("bytes_per_s"):
+                ratio = f"{r['bytes_per_s'] / base['bytes_per_s']:.2f}x"
+            if r.get("lost"):
+                lines.append(f"  {mtu:>4}  {label:<24}LOST: {r['lost']} (no complete text)")
+                continue
+            state = "intact" if r["intact"] else f"DIFFERS ({r['bytes']} B)"
+            lines.append(
+                f"  {mtu:>4}  {label:<24}{r['chunk_size']:>6}{r['chunks']:>8}{r['elapsed_s']:>9.2f}s"
+                f"{r['bytes_per_s']:>11.0f}{r['chunks_per_s']:>10.1f}  {state:<8}{ratio:>7}")
+    return "\n".join(lines) + "\n"
+
+
+async def run(lab):
+    text = text_of(SIZE)
+    results: dict = {"config": {"bytes": SIZE, "sweep": {str(k): v for k, v in SWEEP.items()},
+                                "gateway": lab.gateway_path}}
+
+    def save() -> None:
+        (lab.dir / "benchmark.json").write_text(json.dumps(results, indent=1))
+        (lab.dir / "benchmark.txt").write_text(table(results))
+
+    # The baseline first: the Bumble sender advertises the same service UUID as the gateway, so
+    # the two never run at the same time.
+    for mtu in MTUS:
+        runs = results.setdefault(str(mtu), {})
+        try:
+            runs["baseline"] = await baseline_run(lab, text, mtu)
+        except LabError as e:
+            runs["baseline"] = {"error": str(e)}
+        lab.log(f"baseline MTU {mtu}:", runs["baseline"])
+        save()
+
+    if lab.gateway_path:
+        mqtt = await lab.mqtt(subscribe="gatt2mqtt/bridge/lab/peripheral/#")
+        await lab.publish_file(TEXT_SET, text, "text-64k")
+        for mtu in MTUS:
+            for interval in SWEEP[mtu]:
+                runs = results[str(mtu)]
+                try:
+                    runs[f"{interval}"] = await gateway_run(lab, mqtt, text, mtu, interval)
+                except LabError as e:
+                    runs[f"{interval}"] = {"error": str(e)}
+                lab.log(f"gatt2mqtt MTU {mtu} at {interval} s:", runs[f"{interval}"])
+                save()
+        mqtt.publish(TEXT_SET, b"", retain=True)
+
+    lab.log("\n" + table(results))
+    failed = [f"MTU {mtu} {k}: {r['error']}" for mtu in MTUS for k, r in results[str(mtu)].items()
+              if "error" in r]
+    lab.check(not failed, "; ".join(failed))
+    lab.check(lab.gateway_path, "no gateway given (lab/run --gateway PATH): baseline only")
