@@ -15,6 +15,7 @@ let package = Package(
     .library(name: "BridgeCore", targets: ["BridgeCore"]),
     .library(name: "DBus", targets: ["DBus"]),
     .library(name: "BlueZ", targets: ["BlueZ"]),
+    .library(name: "SimulatedRadio", targets: ["SimulatedRadio"]),
   ],
   dependencies: [
     .package(
@@ -47,9 +48,16 @@ let package = Package(
       dependencies: ["DBus", "BridgeCore", .product(name: "Logging", package: "swift-log")],
       swiftSettings: strict),
     .target(
+      name: "SimulatedRadio",
+      dependencies: [
+        "BridgeCore", .product(name: "Yams", package: "Yams"),
+        .product(name: "HeapModule", package: "swift-collections"),
+      ],
+      swiftSettings: strict),
+    .target(
       name: "Gateway",
       dependencies: [
-        "Mosquitto", "BridgeCore", "BlueZ",
+        "Mosquitto", "BridgeCore", "BlueZ", "SimulatedRadio",
         .product(name: "Configuration", package: "swift-configuration"),
         .product(name: "Yams", package: "Yams"),
         .product(name: "Logging", package: "swift-log"),
@@ -74,6 +82,9 @@ let package = Package(
         "BlueZ", "DBus", "BridgeCore", "BusTestSupport",
         .product(name: "Logging", package: "swift-log"),
       ],
+      swiftSettings: strict),
+    .testTarget(
+      name: "SimulatedRadioTests", dependencies: ["SimulatedRadio", "BridgeCore"],
       swiftSettings: strict),
     .testTarget(
       name: "MosquittoTests", dependencies: ["Mosquitto", "TestSupport"], swiftSettings: strict),

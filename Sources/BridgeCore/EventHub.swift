@@ -4,7 +4,7 @@ import Synchronization
 ///
 /// Policy: each subscriber's buffer keeps the newest `bufferSize` events; when a consumer falls
 /// behind, its oldest undelivered events are dropped and counted in ``dropped``.
-final class EventHub<Event: Sendable>: Sendable {
+public final class EventHub<Event: Sendable>: Sendable {
   private struct State {
     var subscribers: [UInt64: AsyncStream<Event>.Continuation] = [:]
     var nextID: UInt64 = 0
@@ -15,12 +15,15 @@ final class EventHub<Event: Sendable>: Sendable {
   private let state = Mutex(State())
   private let bufferSize: Int
 
-  init(bufferSize: Int) {
+  /// Creates a hub whose subscribers each buffer the newest `bufferSize` events.
+  /// - Parameter bufferSize: events buffered per subscriber (at least 1).
+  public init(bufferSize: Int) {
     self.bufferSize = max(1, bufferSize)
   }
 
   /// A new stream of every event yielded from now on.
-  func subscribe() -> AsyncStream<Event> {
+  /// - Returns: The stream; it ends at ``finish()`` or when its consumer stops iterating.
+  public func subscribe() -> AsyncStream<Event> {
     let (stream, continuation) = AsyncStream.makeStream(
       of: Event.self, bufferingPolicy: .bufferingNewest(bufferSize))
     let id: UInt64? = state.withLock { state in
@@ -40,7 +43,8 @@ final class EventHub<Event: Sendable>: Sendable {
   }
 
   /// Hands `event` to every subscriber (outside the lock: `yield` may run other code).
-  func yield(_ event: Event) {
+  /// - Parameter event: the event.
+  public func yield(_ event: Event) {
     let subscribers = state.withLock { Array($0.subscribers.values) }
     var dropped = 0
     for subscriber in subscribers {
@@ -50,7 +54,7 @@ final class EventHub<Event: Sendable>: Sendable {
   }
 
   /// Finishes every stream; later subscribers get a finished stream.
-  func finish() {
+  public func finish() {
     let subscribers = state.withLock { state in
       state.finished = true
       defer { state.subscribers.removeAll() }
@@ -60,5 +64,5 @@ final class EventHub<Event: Sendable>: Sendable {
   }
 
   /// Events dropped because a subscriber's buffer was full.
-  var dropped: Int { state.withLock { $0.dropped } }
+  public var dropped: Int { state.withLock { $0.dropped } }
 }

@@ -147,11 +147,11 @@ public struct PeripheralBridge: Sendable {
       return []
     case .written(let central, let value):
       var data = centralData(central, mtu: nil)
-      data["hex"] = .string(
-        value.map { byte in
-          let digits = Array("0123456789abcdef")
-          return String([digits[Int(byte >> 4)], digits[Int(byte & 15)]])
-        }.joined())
+      data["hex"] = .string(Hex.encode(value))
+      // The text too when the bytes are UTF-8 (centrals write text in this protocol).
+      if UTF8Rules.firstInvalidOffset(value) == nil {
+        data["text"] = .string(String(decoding: value, as: UTF8.self))
+      }
       return [self.event("written", data)]
     case .refused(let central):
       return [self.event("refused", centralData(central, mtu: nil))]

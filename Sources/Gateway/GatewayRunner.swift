@@ -1,8 +1,9 @@
 public import BlueZ
-import BridgeCore
+public import BridgeCore
 import Foundation
 public import Logging
-import ServiceLifecycle
+public import ServiceLifecycle
+public import SimulatedRadio
 
 /// Runs a ``GatewayService`` in a `ServiceGroup` until SIGTERM or SIGINT.
 public enum GatewayRunner {
@@ -10,22 +11,13 @@ public enum GatewayRunner {
   /// disconnect).
   /// - Throws: ``GatewayError`` when the gateway cannot start.
   public static func run(configuration: GatewayConfiguration, logger: Logger) async throws {
-    let central = makeCentral(configuration, logger: logger)
-    // The peripheral role uses the same stack as the central: only when BlueZ is in use.
-    let peripheral = central.map { _ in
-      BlueZPeripheral(configuration: BlueZPeripheralConfiguration(), logger: logger)
-    }
+    let radio = try makeRadio(configuration, logger: logger)
     let service = try GatewayService(
-      configuration: configuration, logger: logger, central: central, peripheral: peripheral)
-    var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
-    if let central {
-      // First in the list, so it stops last: the gateway publishes `offline` before the
-      // Bluetooth side goes away.
-      services.append(.init(service: CentralService(central: central)))
-    }
-    if let peripheral {
-      services.append(.init(service: PeripheralStackService(peripheral: peripheral)))
-    }
+      configuration: configuration, logger: logger, central: radio.central,
+      peripheral: radio.peripheral)
+    // The radio first in the list, so it stops last: the gateway publishes `offline` and
+    // withdraws its service before the Bluetooth side goes away.
+    var services = radio.services
     services.append(.init(service: service))
     let group = ServiceGroup(
       configuration: ServiceGroupConfiguration(
@@ -33,20 +25,88 @@ public enum GatewayRunner {
     try await group.run()
   }
 
-  /// The BLE central that `bluetooth.radio` asks for, or nil for the MQTT side only.
+  /// The Bluetooth side `bluetooth.radio` asks for: the central and peripheral ports and the
+  /// services that keep them running.
+  public struct Radio: Sendable {
+    /// The central ports (discovery, GATT client), or nil for none.
+    public var central: (any GATTCentral)?
+    /// The peripheral port, or nil for none.
+    public var peripheral: (any BLEPeripheral)?
+    /// Services to run before the gateway's (they stop after it).
+    public var services: [ServiceGroupConfiguration.ServiceConfiguration]
+  }
+
+  /// Builds the radio `bluetooth.radio` asks for.
+  /// - Parameters:
+  ///   - configuration: the loaded configuration.
+  ///   - logger: the gateway's logger.
+  /// - Returns: The ports and their services (all nil and empty for `none`).
+  /// - Throws: ``GatewayError`` when the simulated world's file cannot be read or is invalid.
+  public static func makeRadio(_ configuration: GatewayConfiguration, logger: Logger)
+    throws(GatewayError) -> Radio
+  {
+    if configuration.bluetooth.radio == .simulated {
+      let world = try simulatedWorld(configuration.bluetooth.simulation)
+      let radio = SimulatedRadio(world: world)
+      let devices = world.devices.reduce(0) { $0 + $1.count }
+      let centrals = world.centrals.reduce(0) { $0 + $1.count }
+      logger.notice(
+        "simulated radio: \(devices) devices, \(centrals) centrals, adapters \(world.adapters.map(\.id).joined(separator: ", ")), seed \(world.seed) (world: \(configuration.bluetooth.simulation ?? "built-in"))"
+      )
+      return Radio(
+        central: radio, peripheral: radio,
+        services: [.init(service: SimulatedRadioService(radio: radio))])
+    }
+    guard let central = makeCentral(configuration, logger: logger) else {
+      return Radio(central: nil, peripheral: nil, services: [])
+    }
+    // The peripheral role uses the same stack as the central: only when BlueZ is in use.
+    let peripheral = BlueZPeripheral(
+      configuration: BlueZPeripheralConfiguration(), logger: logger)
+    return Radio(
+      central: central, peripheral: peripheral,
+      services: [
+        .init(service: CentralService(central: central)),
+        .init(service: PeripheralStackService(peripheral: peripheral)),
+      ])
+  }
+
+  /// The simulated world in `path` (YAML), or the built-in one.
+  /// - Parameter path: the world file, or nil.
+  /// - Returns: The world.
+  /// - Throws: ``GatewayError`` naming the file and, for a bad key, its path in the file.
+  public static func simulatedWorld(_ path: String?) throws(GatewayError) -> SimulatedWorld {
+    guard let path else { return .builtIn }
+    let text: String
+    do {
+      text = try String(contentsOfFile: path, encoding: .utf8)
+    } catch {
+      throw GatewayError("bluetooth.simulation: cannot read \(path): \(error.localizedDescription)")
+    }
+    do {
+      return try SimulatedWorld.parse(yaml: text)
+    } catch {
+      throw GatewayError("bluetooth.simulation: \(path): \(error)")
+    }
+  }
+
+  /// The BLE central that `bluetooth.radio` asks for when it is BlueZ, or nil for the MQTT
+  /// side only.
   public static func makeCentral(_ configuration: GatewayConfiguration, logger: Logger)
     -> BlueZCentral?
   {
     switch configuration.bluetooth.radio {
-    case .none:
-      logger.info("Bluetooth off (bluetooth.radio: none)")
+    case .none, .simulated:
+      if configuration.bluetooth.radio == .none {
+        logger.info("Bluetooth off (bluetooth.radio: none)")
+      }
       return nil
     case .bluez:
       return BlueZCentral(configuration: BlueZCentralConfiguration(), logger: logger)
     case .auto:
       guard systemBusReachable() else {
         logger.warning(
-          "no D-Bus system bus on this machine: Bluetooth roles off (set bluetooth.radio to bluez to insist, or none to silence this)"
+          "no D-Bus system bus on this machine: Bluetooth roles off (set bluetooth.radio to bluez to insist, simulated for a simulated world, or none to silence this)"
         )
         return nil
       }
@@ -82,5 +142,14 @@ struct PeripheralStackService: Service {
 
   func run() async throws {
     await cancelWhenGracefulShutdown { await peripheral.run() }
+  }
+}
+
+/// Lets time pass in the simulated world until graceful shutdown.
+struct SimulatedRadioService: Service {
+  let radio: SimulatedRadio
+
+  func run() async throws {
+    await cancelWhenGracefulShutdown { await radio.run() }
   }
 }

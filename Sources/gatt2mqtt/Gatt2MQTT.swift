@@ -58,7 +58,22 @@ extension Gatt2MQTT {
 
     @OptionGroup var options: ConfigurationOptions
 
+    @Option(
+      help: ArgumentHelp(
+        "Which BLE stack: auto, bluez, none or simulated (same as --bluetooth.radio).",
+        valueName: "radio"))
+    var radio: String?
+
+    @Option(
+      help: ArgumentHelp(
+        "The simulated world's YAML file, with --radio simulated (same as --bluetooth.simulation).",
+        valueName: "file"))
+    var world: String?
+
     func run() async throws {
+      var options = self.options
+      if let radio { options.overrides += ["--bluetooth.radio", radio] }
+      if let world { options.overrides += ["--bluetooth.simulation", world] }
       let loaded: GatewayConfiguration
       do {
         loaded = try await options.load()

@@ -1,4 +1,5 @@
 import BridgeCore
+import Foundation
 import Testing
 
 @Suite("Peripheral bridge")
@@ -23,6 +24,23 @@ struct PeripheralBridgeTests {
       events += bridge.notificationSent(now: 0).compactMap(\.eventType)
     }
     return (sent, events)
+  }
+
+  @Test("a central's write is published as hex, with the text when it is UTF-8")
+  func writtenEvent() throws {
+    var bridge = advertising()
+    for (value, text) in [(Array("grüße".utf8), "grüße"), ([0xFF, 0x00], nil)] {
+      let outputs = bridge.handle(.written(central: central, value: value), now: 0)
+      guard case .publish(let topic, let payload, _) = try #require(outputs.first) else {
+        Issue.record("not a publish: \(outputs)")
+        continue
+      }
+      #expect(topic.rawValue.hasSuffix("/peripheral/event"))
+      let json = try JSONValue.parse(payload)
+      #expect(json["type"]?.stringValue == "written")
+      #expect(json["hex"]?.stringValue == value.map { String(format: "%02x", $0) }.joined())
+      #expect(json["text"]?.stringValue == text)
+    }
   }
 
   @Test("a subscriber gets the current text in MTU − 3 chunks, then EOM; a `sent` event follows")

@@ -14,6 +14,7 @@ struct ConfigurationDefaultsTests {
   static let commentedKeys: Set<String> = [
     "mqtt.client_id", "mqtt.username", "mqtt.password", "mqtt.tls.enabled", "mqtt.tls.ca_file",
     "mqtt.tls.cert_file", "mqtt.tls.key_file", "gateway.id", "bluetooth.adapter",
+    "bluetooth.simulation",
     "bluetooth.min_rssi", "bluetooth.filter.name", "peripheral.write_characteristic",
     "peripheral.adapter",
   ]
@@ -93,7 +94,7 @@ struct ConfigurationDefaultsTests {
 
   @Test func knownKeysListEveryKeyWithItsType() {
     let keys = ConfigurationLoader.knownKeys
-    #expect(keys.count == 66)
+    #expect(keys.count == 67)
     #expect(keys["bluetooth.filter.uuids"] == .list(.serviceUUID))
     #expect(keys["bluetooth.filter.name"] == .namePattern)
     #expect(keys["bluetooth.filter.allow"] == .list(.bluetoothAddress))

@@ -70,6 +70,7 @@ struct ConfigurationKey: Sendable {
       "bluetooth.radio",
       .choice(GatewayConfiguration.Bluetooth.Radio.allCases.map(\.rawValue))),
     .init("bluetooth.adapter", .topicLevel, optional: true),
+    .init("bluetooth.simulation", .nonEmptyString, optional: true),
     .init("bluetooth.scan_on_start", .boolean),
     .init("bluetooth.min_rssi", .integer(-127...20), optional: true),
     .init("bluetooth.filter.uuids", .list(.serviceUUID)),

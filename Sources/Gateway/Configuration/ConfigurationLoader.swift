@@ -117,6 +117,7 @@ public enum ConfigurationLoader {
     let b = defaults.bluetooth
     result.bluetooth.radio = bluetooth.string(forKey: "radio", default: b.radio)
     result.bluetooth.adapter = bluetooth.string(forKey: "adapter")
+    result.bluetooth.simulation = bluetooth.string(forKey: "simulation")
     result.bluetooth.scanOnStart = bluetooth.bool(forKey: "scan_on_start", default: b.scanOnStart)
     result.bluetooth.minRSSI = bluetooth.int(forKey: "min_rssi")
     let filter = bluetooth.scoped(to: "filter")

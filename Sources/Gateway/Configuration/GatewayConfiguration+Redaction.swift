@@ -38,6 +38,7 @@ extension GatewayConfiguration: CustomStringConvertible, CustomDebugStringConver
       "log.level": log.level.rawValue,
       "bluetooth.radio": bluetooth.radio.rawValue,
       "bluetooth.adapter": bluetooth.adapter,
+      "bluetooth.simulation": bluetooth.simulation,
       "bluetooth.scan_on_start": String(bluetooth.scanOnStart),
       "bluetooth.min_rssi": bluetooth.minRSSI.map { String($0) },
       "bluetooth.filter.uuids": bluetooth.filterUUIDs.joined(separator: ","),

@@ -9,12 +9,18 @@ extension GatewayConfiguration {
       case bluez
       /// No Bluetooth: the MQTT side only.
       case none
+      /// The built-in simulated BLE world (`SimulatedRadio`): no adapter needed; the world
+      /// comes from `bluetooth.simulation`, or the built-in one.
+      case simulated
     }
 
     /// Which BLE stack to drive (`bluetooth.radio`). Default `auto`.
     public var radio: Radio
     /// The one adapter to use, e.g. `hci0` (`bluetooth.adapter`); `nil` uses every adapter.
     public var adapter: String?
+    /// The simulated world's YAML file when `radio` is `simulated` (`bluetooth.simulation`);
+    /// `nil`: the built-in world (`config/simulated-world.yaml`).
+    public var simulation: String?
     /// Start scanning without waiting for a `scan` request (`bluetooth.scan_on_start`).
     /// Default `true`.
     public var scanOnStart: Bool
@@ -80,7 +86,8 @@ extension GatewayConfiguration {
 
     /// Creates Bluetooth settings with the documented defaults.
     public init(
-      radio: Radio = .auto, adapter: String? = nil, scanOnStart: Bool = true,
+      radio: Radio = .auto, adapter: String? = nil, simulation: String? = nil,
+      scanOnStart: Bool = true,
       minRSSI: Int? = nil, advertisementInterval: Double = 10,
       advertisementMinInterval: Double = 1, offlineAfter: Double = 90,
       forgetAfter: Double = 900, maxDevices: Int = 1000, presence: Presence = Presence(),
@@ -93,6 +100,7 @@ extension GatewayConfiguration {
       self.transfer = transfer
       self.radio = radio
       self.adapter = adapter
+      self.simulation = simulation
       self.scanOnStart = scanOnStart
       self.minRSSI = minRSSI
       self.advertisementInterval = advertisementInterval

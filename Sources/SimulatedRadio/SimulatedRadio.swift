@@ -1,0 +1,177 @@
+public import BridgeCore
+import Synchronization
+
+/// An in-process BLE world behind the same ports as BlueZ: adapters, advertising and
+/// connectable peripherals (``SimulatedWorld``) for the central role, and simulated centrals
+/// that subscribe to the gateway's transfer service for the peripheral role.
+///
+/// Use it to run the gateway on a machine without Bluetooth (`gatt2mqtt run --radio
+/// simulated`), for fast end-to-end tests of the bridge and for benchmarks. Call ``run()``
+/// (in a `Service`) to let time pass; port calls are answered at once or after the world's
+/// latencies.
+///
+/// - Important: Events of both ports are delivered in the order the world produced them;
+///   each subscriber buffers the newest ``eventBufferSize`` events.
+public final class SimulatedRadio: GATTCentral, BLEPeripheral, Sendable {
+  /// Events buffered per subscriber.
+  public static let eventBufferSize = 65_536
+
+  /// What the world did so far.
+  public struct Statistics: Sendable, Hashable {
+    /// Advertisements reported to the gateway.
+    public var advertisements: Int
+    /// Notifications sent to the gateway.
+    public var notifications: Int
+    /// Random addresses replaced.
+    public var rotations: Int
+    /// Complete texts the simulated centrals received from the gateway.
+    public var textsReceivedByCentrals: Int
+    /// Notifications from the gateway longer than a central's MTU−3 (must stay 0).
+    public var oversizedChunks: Int
+    /// Events dropped because a subscriber was too slow.
+    public var droppedEvents: Int
+  }
+
+  private struct State {
+    var engine: SimulationEngine
+    var notifying = false
+  }
+
+  /// The world being simulated.
+  public let world: SimulatedWorld
+  private let state: Mutex<State>
+  private let centralHub = EventHub<CentralEvent>(bufferSize: SimulatedRadio.eventBufferSize)
+  private let peripheralHub = EventHub<PeripheralEvent>(
+    bufferSize: SimulatedRadio.eventBufferSize)
+  private let start = ContinuousClock.now
+
+  /// Creates the world (nothing happens until ``run()``).
+  /// - Parameter world: what to simulate.
+  public init(world: SimulatedWorld) {
+    self.world = world
+    state = Mutex(State(engine: SimulationEngine(world: world)))
+  }
+
+  /// Lets time pass until the task is cancelled: advertisements, notifications, address
+  /// rotations, power cycles and the centrals' subscriptions happen as scheduled. Ends every
+  /// event stream when it returns.
+  public func run() async {
+    while !Task.isCancelled {
+      let next = state.withLock { state in
+        deliver(state.engine.advance(to: elapsed()))
+        return state.engine.nextDue
+      }
+      // Wake at the next due job, or every 20 ms to pick up jobs scheduled by port calls.
+      let wait = min(0.02, max(0.0005, (next ?? .infinity) - elapsed()))
+      try? await Task.sleep(for: .seconds(wait))
+    }
+    centralHub.finish()
+    peripheralHub.finish()
+  }
+
+  /// What the world did so far.
+  public var statistics: Statistics {
+    let counters = state.withLock { $0.engine.counters }
+    return Statistics(
+      advertisements: counters.advertisements, notifications: counters.notifications,
+      rotations: counters.rotations, textsReceivedByCentrals: counters.textsReceivedByCentrals,
+      oversizedChunks: counters.oversizedChunks,
+      droppedEvents: centralHub.dropped + peripheralHub.dropped)
+  }
+
+  /// Seconds since the radio was created.
+  private func elapsed() -> Double {
+    let duration = ContinuousClock.now - start
+    return Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
+  }
+
+  /// Hands effects to the ports' subscribers (called under the state lock, so events keep
+  /// the world's order).
+  private func deliver(_ effects: [SimulationEngine.Effect]) {
+    for effect in effects {
+      switch effect {
+      case .central(let event): centralHub.yield(event)
+      case .peripheral(let event): peripheralHub.yield(event)
+      }
+    }
+  }
+
+  /// Runs `body` on the engine at the current time and delivers its effects.
+  func update<T>(
+    _ body: (inout SimulationEngine) throws(CentralError) -> (T, [SimulationEngine.Effect])
+  ) throws(CentralError) -> T {
+    let result: Result<T, CentralError> = state.withLock { state in
+      deliver(state.engine.advance(to: elapsed()))
+      do throws(CentralError) {
+        let (value, effects) = try body(&state.engine)
+        deliver(effects)
+        return .success(value)
+      } catch {
+        return .failure(error)
+      }
+    }
+    return try result.get()
+  }
+
+  /// Runs `body` on the engine at the current time and delivers its effects.
+  func update(_ body: (inout SimulationEngine) throws(CentralError) -> [SimulationEngine.Effect])
+    throws(CentralError)
+  {
+    try update {
+      (engine: inout SimulationEngine) throws(CentralError) -> ((), [SimulationEngine.Effect]) in
+      ((), try body(&engine))
+    }
+  }
+
+  /// Sleeps `seconds` of simulated latency (none when 0).
+  func pause(_ seconds: Double) async {
+    guard seconds > 0 else { return }
+    try? await Task.sleep(for: .seconds(seconds))
+  }
+
+  // MARK: BLECentral
+
+  /// Events of the central ports from now on.
+  /// - Returns: A stream of adapter, device, connection and GATT events.
+  public func events() -> AsyncStream<CentralEvent> { centralHub.subscribe() }
+
+  /// A new subscription to the peripheral port's events.
+  func peripheralHubStream() -> AsyncStream<PeripheralEvent> { peripheralHub.subscribe() }
+
+  /// The simulated adapters.
+  /// - Returns: Their current state.
+  public func adapters() async throws(CentralError) -> [AdapterInfo] {
+    state.withLock { $0.engine.adapters }
+  }
+
+  /// Starts discovery; advertisements that pass `filter` are reported from now on.
+  /// - Parameters:
+  ///   - adapter: the adapter's id.
+  ///   - filter: service UUIDs and RSSI floor.
+  /// - Throws: `unknown_adapter`, `powered_off`.
+  public func startDiscovery(adapter: String, filter: DiscoveryFilter) async throws(CentralError) {
+    try update { (engine: inout SimulationEngine) throws(CentralError) in
+      try engine.startDiscovery(adapter: adapter, filter: filter)
+    }
+  }
+
+  /// Stops discovery.
+  /// - Parameter adapter: the adapter's id.
+  /// - Throws: `unknown_adapter`.
+  public func stopDiscovery(adapter: String) async throws(CentralError) {
+    try update { (engine: inout SimulationEngine) throws(CentralError) in
+      try engine.stopDiscovery(adapter: adapter)
+    }
+  }
+
+  /// Powers an adapter on or off.
+  /// - Parameters:
+  ///   - adapter: the adapter's id.
+  ///   - on: the new state.
+  /// - Throws: `unknown_adapter`.
+  public func setPowered(adapter: String, _ on: Bool) async throws(CentralError) {
+    try update { (engine: inout SimulationEngine) throws(CentralError) in
+      try engine.setPowered(adapter: adapter, on)
+    }
+  }
+}
