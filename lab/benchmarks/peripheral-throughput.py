@@ -19,7 +19,9 @@
 # as a difference). Results: <scenario dir>/benchmark.json and benchmark.txt (the table the
 # launcher prints); ratios are gatt2mqtt bytes/s over the baseline's at the same MTU.
 
+import asyncio
 import json
+import time
 from pathlib import Path
 
 from procs import LabError
@@ -90,7 +92,7 @@ async def central_run(lab, mtu: int, name: str, read_first: bool = False, done=N
                              exit_on_disconnect=True)
     try:
         if done is not None:
-            await done()
+            await done(central)
             timeout = GRACE
         else:
             timeout = TEXT_TIMEOUT
@@ -131,9 +133,16 @@ async def gateway_run(lab, mqtt, text: bytes, mtu: int, interval: float) -> dict
                           where=lambda m: m.json().get("state") == "advertising", timeout=120)
         sent_mark = mqtt.mark()
 
-        async def sent():
-            await mqtt.expect("gatt2mqtt/bridge/lab/peripheral/event", after=sent_mark,
-                              where=lambda m: m.json().get("type") == "sent", timeout=TEXT_TIMEOUT)
+        async def sent(central):
+            """Until the gateway reports the text sent (or the central gave up)."""
+            deadline = time.monotonic() + lab.timeout(TEXT_TIMEOUT)
+            while not any(m.json().get("type") == "sent" for m in
+                          mqtt.received("gatt2mqtt/bridge/lab/peripheral/event", after=sent_mark)):
+                if not central.running or central.events("text"):
+                    return
+                if time.monotonic() > deadline:
+                    raise LabError(f"the gateway reported no `sent` within {TEXT_TIMEOUT} s")
+                await asyncio.sleep(0.2)
 
         try:
             ev = await central_run(lab, mtu, f"central-{tag}", read_first=mtu > 23, done=sent)

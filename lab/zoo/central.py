@@ -164,7 +164,7 @@ class Central(common.Peer):
         self.char = chars[0]
         if self.args.read_first:
             # One short read (no long read) before subscribing: a peripheral learns the MTU.
-            value = await gatt.read_value(self.char, no_long_read=True)
+            value = await self.char.read_value(no_long_read=True)
             emit("read", bytes=len(value))
         await gatt.subscribe(self.char, self.on_value)
         emit("subscribed", mtu=connection.att_mtu)
