@@ -15,6 +15,36 @@ struct SimulatedGatewayTests {
   static let command = "5a1d0001-6a63-4b3c-9c5e-3b5c7d2a0001"
   static let status = "5a1d0003-6a63-4b3c-9c5e-3b5c7d2a0001"
 
+  @Test(
+    "the built-in world, as scripts/gateway runs it: adverts, GATT values, peripheral events within 10 s"
+  )
+  func builtInWorldDemo() async throws {
+    let broker = try Broker()
+    try broker.start()
+    let (observer, seen) = try await observe(broker, "gatt2mqtt/#")
+    let started = Date()
+    // The options scripts/gateway adds when there is no adapter.
+    let gateway = try GatewayProcess(
+      broker: broker,
+      extra: [
+        "--radio", "simulated", "--bluetooth.connect.names",
+        "sim-battery,sim-heart-rate,sim-actuator,sim-transfer", "--bluetooth.gatt.notify",
+        "*/180d/2a37,*/180f/2a19", "--peripheral.enabled", "true",
+      ])
+    let events = "gatt2mqtt/bridge/\(gateway.id)/peripheral/event"
+    #expect(
+      await eventually(timeout: 10) {
+        let topics = seen.messages.map(\.topic)
+        return topics.contains { $0.hasSuffix("/advertisement") }
+          && topics.contains { $0.hasSuffix("/gatt/180d/2a37") }
+          && topics.contains { $0.hasSuffix("/gatt/180f/2a19") }
+          && topics.contains { $0.hasSuffix("/transfer") }
+          && topics.contains(events)
+      }, "topics: \(Set(seen.messages.map(\.topic)).sorted())")
+    #expect(Date().timeIntervalSince(started) < 10)
+    await observer.shutdown()
+  }
+
   @Test("C1 P1: the adapter's power cycles are published; scanning and the service come back")
   func adapterPowerCycles() async throws {
     let run = try await SimulatedRun(
