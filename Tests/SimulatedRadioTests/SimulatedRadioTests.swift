@@ -1,0 +1,99 @@
+import BridgeCore
+import Testing
+
+@testable import SimulatedRadio
+
+@Suite("The simulated radio behind the ports (real clock)")
+struct SimulatedRadioTests {
+  /// Runs `radio` while `body` runs.
+  func running(_ radio: SimulatedRadio, _ body: () async throws -> Void) async rethrows {
+    let task = Task { await radio.run() }
+    defer { task.cancel() }
+    try await body()
+  }
+
+  /// The first event of `stream` matching `match`, within `seconds`.
+  func first(
+    _ stream: AsyncStream<CentralEvent>, within seconds: Double = 5,
+    where match: @escaping @Sendable (CentralEvent) -> Bool
+  ) async -> CentralEvent? {
+    await withTaskGroup(of: CentralEvent?.self) { group in
+      group.addTask {
+        for await event in stream where match(event) { return event }
+        return nil
+      }
+      group.addTask {
+        try? await Task.sleep(for: .seconds(seconds))
+        return nil
+      }
+      let result = await group.next() ?? nil
+      group.cancelAll()
+      return result
+    }
+  }
+
+  @Test("discovery reports advertisements as time passes; statistics count them")
+  func discovery() async throws {
+    let radio = SimulatedRadio(
+      world: SimulatedWorld(advertisingInterval: 0.05, devices: [.init(kind: .battery, name: "b")]))
+    try await running(radio) {
+      let events = radio.events()
+      #expect(try await radio.adapters().map(\.id) == ["hci0"])
+      try await radio.startDiscovery(adapter: "hci0", filter: DiscoveryFilter())
+      let seen = await first(events) {
+        if case .deviceAppeared(let a) = $0 { a.nameText == "b" } else { false }
+      }
+      #expect(seen != nil)
+      #expect(radio.statistics.advertisements >= 1)
+      do throws(CentralError) {
+        try await radio.startDiscovery(adapter: "hci7", filter: DiscoveryFilter())
+        Issue.record("unknown adapter accepted")
+      } catch {
+        #expect(error.code == .unknownAdapter)
+      }
+    }
+  }
+
+  @Test("a connection slower than its timeout fails with timeout; a patient one connects")
+  func connectTimeout() async throws {
+    let radio = SimulatedRadio(
+      world: SimulatedWorld(connectLatency: 0.3, devices: [.init(kind: .heartRate)]))
+    let device = SimulationEngine(world: radio.world).devices[0].address
+    try await running(radio) {
+      let events = radio.events()
+      do throws(CentralError) {
+        try await radio.connect(device, timeout: 0.05)
+        Issue.record("connected within a timeout shorter than the latency")
+      } catch {
+        #expect(error.code == .timeout)
+      }
+      try await radio.connect(device, timeout: 5)
+      let resolved = await first(events) {
+        if case .servicesResolved(let a, _) = $0 { a == device } else { false }
+      }
+      #expect(resolved != nil)
+    }
+  }
+
+  @Test("a second operation on one characteristic while the first runs gets in_progress")
+  func oneOperationAtATime() async throws {
+    let radio = SimulatedRadio(
+      world: SimulatedWorld(connectLatency: 0, gattLatency: 0.2, devices: [.init(kind: .battery)]))
+    let device = SimulationEngine(world: radio.world).devices[0].address
+    let level = GATTCharacteristicID(
+      address: device, service: .init(uuid16: 0x180F), characteristic: .init(uuid16: 0x2A19))
+    try await running(radio) {
+      try await radio.connect(device, timeout: 1)
+      async let first = radio.read(level, timeout: 1)
+      try await Task.sleep(for: .milliseconds(50))
+      do throws(CentralError) {
+        _ = try await radio.read(level, timeout: 1)
+        Issue.record("two reads at once")
+      } catch {
+        #expect(error.code == .inProgress)
+      }
+      #expect(try await first == [100])
+      #expect(try await radio.read(level, timeout: 1) == [100])
+    }
+  }
+}
