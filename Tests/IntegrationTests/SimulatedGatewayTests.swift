@@ -259,44 +259,31 @@ struct SimulatedGatewayTests {
     await run.finish()
   }
 
-  @Test("C4: failed and timed-out connections are reported and retried")
-  func connectFailures() async throws {
-    let failing = try await SimulatedRun(
+  @Test(
+    "C4: failed and timed-out connections are reported with their error and retried",
+    arguments: [
+      ("connect_failure_rate: 1", ["--bluetooth.connect.retry_min_delay", "0.2"], "aborted"),
+      ("connect_latency: 5", ["--bluetooth.connect.timeout", "0.5"], "timeout"),
+    ])
+  func connectFailures(setting: String, options: [String], error: String) async throws {
+    let run = try await SimulatedRun(
       world: """
         advertising_interval: 0.2
-        connect_failure_rate: 1
+        \(setting)
         devices:
           - kind: battery
             name: sim-bat
-        """, ["--bluetooth.connect.names", "sim-*", "--bluetooth.connect.retry_min_delay", "0.2"])
-    let battery = try #require(await failing.device(named: "sim-bat"))
+        """, ["--bluetooth.connect.names", "sim-*"] + options)
+    let topic = "gatt2mqtt/\(try #require(await run.device(named: "sim-bat")))/connection"
     #expect(
-      await eventually {
-        failing.json("gatt2mqtt/\(battery)/connection").filter {
-          $0["state"]?.stringValue == "failed" && $0["error"]?.stringValue == "aborted"
+      await eventually(timeout: 15) {
+        run.json(topic).filter {
+          $0["state"]?.stringValue == "failed" && $0["error"]?.stringValue == error
         }.count >= 2
-      }, "\(failing.messages("gatt2mqtt/\(battery)/connection").compactMap(\.text))")
-    let failed = try #require(
-      failing.json("gatt2mqtt/\(battery)/connection").last { $0["state"]?.stringValue == "failed" })
+      }, "\(run.messages(topic).compactMap(\.text))")
+    let failed = try #require(run.json(topic).last { $0["state"]?.stringValue == "failed" })
     #expect(failed["retry_in"]?.doubleValue != nil)
-    await failing.finish()
-
-    let slow = try await SimulatedRun(
-      world: """
-        advertising_interval: 0.2
-        connect_latency: 5
-        devices:
-          - kind: battery
-            name: sim-bat
-        """, ["--bluetooth.connect.names", "sim-*", "--bluetooth.connect.timeout", "0.5"])
-    let device = try #require(await slow.device(named: "sim-bat"))
-    #expect(
-      await eventually {
-        slow.json("gatt2mqtt/\(device)/connection").contains {
-          $0["state"]?.stringValue == "failed" && $0["error"]?.stringValue == "timeout"
-        }
-      }, "\(slow.messages("gatt2mqtt/\(device)/connection").compactMap(\.text))")
-    await slow.finish()
+    await run.finish()
   }
 
   @Test("C9 C10: transfer texts reassembled; a dropped link is reconnected and re-armed")
