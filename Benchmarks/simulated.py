@@ -202,7 +202,8 @@ def throughput(binary: str, workdir: Path, window: float) -> dict:
     broker = Broker(workdir)
     try:
         # Notifications: 5 heart-rate sensors at a sweep of rates.
-        for per_device in (200, 1000):
+        # The last rate is beyond what the bridge sustains: its forwarded/s is the ceiling.
+        for per_device in (200, 1000, 10000):
             world = (f"advertising_interval: 0.5\nconnect_latency: 0.01\ndevices:\n"
                      f"  - kind: heart_rate\n    count: 5\n    name: sim-hr\n"
                      f"    notify_rate: {per_device}\n")
@@ -212,7 +213,7 @@ def throughput(binary: str, workdir: Path, window: float) -> dict:
                                      "--bluetooth.connect.max_connections", "5",
                                      "--bluetooth.gatt.notify", "*/180d/2a37"])
             try:
-                wait_for(lambda: len(counter.devices) == 5 and counter.count("2a37") > 2000, 60,
+                wait_for(lambda: len(counter.devices) == 5 and counter.count("2a37") > 1000, 60,
                          "values from all 5 sensors", gateway)
                 time.sleep(1)
                 n0, c0, t0 = counter.count("2a37"), cpu_seconds(gateway.pid), time.monotonic()
@@ -229,7 +230,7 @@ def throughput(binary: str, workdir: Path, window: float) -> dict:
             print("  notifications", row, flush=True)
 
         # Advertisements: 1,000 beacons.
-        for interval in (2.0, 0.5):
+        for interval in (2.0, 0.5, 0.05):
             world = (f"devices:\n  - kind: beacon\n    count: 1000\n    name: sim-b\n"
                      f"    advertising_interval: {interval}\n")
             counter = Counter(broker.port, ["gatt2mqtt/+/advertisement"])
