@@ -62,6 +62,7 @@ let package = Package(
         .product(name: "Yams", package: "Yams"),
         .product(name: "Logging", package: "swift-log"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        .product(name: "UnixSignals", package: "swift-service-lifecycle"),
       ],
       swiftSettings: strict),
     .executableTarget(

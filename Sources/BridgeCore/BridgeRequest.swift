@@ -30,8 +30,22 @@ public struct BridgeRequest: Sendable, Hashable {
         transaction: nil)
     }
     body = object
-    transaction = object["transaction"]
+    if let given = object["transaction"] {
+      let size = given.serializedBytes().count
+      guard size <= Self.maximumTransactionBytes else {
+        throw BridgeResponse.failure(
+          code: "invalid_payload",
+          message:
+            "\"transaction\" is \(size) bytes of JSON; at most \(Self.maximumTransactionBytes) are echoed",
+          transaction: nil)
+      }
+      transaction = given
+    }
   }
+
+  /// The largest `"transaction"` echoed, in bytes of JSON: a request cannot make an answer
+  /// larger than this plus the answer itself.
+  public static let maximumTransactionBytes = 256
 }
 
 /// The answer published on `<base>/bridge/<gw>/response/<verb>`.

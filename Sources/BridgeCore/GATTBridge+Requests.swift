@@ -314,6 +314,32 @@ extension GATTBridge {
     CharacteristicPath(device: device, service: id.service, characteristic: id.characteristic)
   }
 
+  /// Answers a device-plane request that cannot be served at all (its payload was too large to
+  /// keep, or there was no room for it): an error result on the characteristic's `result`
+  /// topic (and `reply`), or a `request_error` event for `connection/set`.
+  ///
+  /// - Parameters:
+  ///   - request: The parsed topic.
+  ///   - code: The error code, such as `payload_too_large` or `busy`.
+  ///   - message: What a person reads.
+  ///   - reply: The MQTT 5 response topic and correlation data, if the message had them.
+  /// - Returns: What to do.
+  public mutating func refuse(
+    _ request: Topics.Request, code: String, message: String, reply: ReplyAddress?
+  ) -> [GATTOutput] {
+    let failure = Failure(code, message)
+    switch request {
+    case .bridge, .peripheralText: return []
+    case .connectionSet(let device):
+      counters.errors += 1
+      return requestError(topics.connectionSet(device), code: code, message)
+    case .get(let path): return result(path, op: "read", transaction: nil, reply: reply, failure)
+    case .set(let path): return result(path, op: "write", transaction: nil, reply: reply, failure)
+    case .notify(let path):
+      return result(path, op: "notify", transaction: nil, reply: reply, failure)
+    }
+  }
+
   func requestError(_ topic: TopicName, code: String, _ message: String) -> [GATTOutput] {
     [
       event(

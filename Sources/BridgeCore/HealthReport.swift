@@ -20,6 +20,14 @@ public struct HealthReport: Sendable, Hashable {
   public var connectionFailures: UInt64
   /// Requests answered with an error since start.
   public var requestErrors: UInt64
+  /// Received messages dropped whole because the gateway fell behind (buffer full in messages).
+  public var receivedDropped: UInt64 = 0
+  /// Received messages whose payload was left out (too large, or buffer full in bytes).
+  public var receivedDiscarded: UInt64 = 0
+  /// Requests answered `payload_too_large` or `busy` without being read.
+  public var requestsRefused: UInt64 = 0
+  /// MQTT 5 Response Topics not honoured (``ReplyTopicPolicy``).
+  public var repliesRefused: UInt64 = 0
   /// Publishes per second since the previous report.
   public var publishRate: Double
   /// Further sections from the gateway's parts (for example `"discovery"`), added as they are.
@@ -59,8 +67,14 @@ public struct HealthReport: Sendable, Hashable {
         "dropped": .integer(Int64(clamping: dropped)),
         "reconnects": .integer(Int64(clamping: reconnects)),
         "connection_failures": .integer(Int64(clamping: connectionFailures)),
+        "received_dropped": .integer(Int64(clamping: receivedDropped)),
+        "received_discarded": .integer(Int64(clamping: receivedDiscarded)),
       ],
-      "errors": ["requests": .integer(Int64(clamping: requestErrors))],
+      "errors": [
+        "requests": .integer(Int64(clamping: requestErrors)),
+        "requests_refused": .integer(Int64(clamping: requestsRefused)),
+        "replies_refused": .integer(Int64(clamping: repliesRefused)),
+      ],
     ]
     for (key, value) in sections { object[key] = value }
     return .object(object)

@@ -85,23 +85,26 @@ public struct PeripheralBridge: Sendable {
   /// - Returns: What to do.
   public mutating func setText(_ payload: [UInt8], now: Double) -> [Output] {
     if payload.count > maxTextBytes {
-      return [
-        event(
-          "text_refused",
-          [
-            "error": "too_long",
-            "message": .string("\(payload.count) bytes; the most is \(maxTextBytes)"),
-          ])
-      ]
+      return refuseText(
+        code: "too_long", message: "\(payload.count) bytes; the most is \(maxTextBytes)")
     }
     if String(validating: payload, as: UTF8.self) == nil {
-      return [
-        event("text_refused", ["error": "invalid_payload", "message": "the text is not UTF-8"])
-      ]
+      return refuseText(code: "invalid_payload", message: "the text is not UTF-8")
     }
     text = payload
     if hasSubscribers { pending = true }
     return [.setReadValue(payload), stateOutput()]
+  }
+
+  /// A text that never reached ``setText(_:now:)`` (too large to be kept, or no room for it):
+  /// the current text stays, and a `text_refused` event says why.
+  ///
+  /// - Parameters:
+  ///   - code: The error code, such as `too_long` or `busy`.
+  ///   - message: What a person reads.
+  /// - Returns: What to do.
+  public func refuseText(code: String, message: String) -> [Output] {
+    [event("text_refused", ["error": .string(code), "message": .string(message)])]
   }
 
   /// Takes in one event of the peripheral.

@@ -88,6 +88,21 @@ public final class ConnectionService: Sendable {
     feed { $0.request(request, payload: message.payload, reply: reply, now: now) }
   }
 
+  /// Refuses a device-plane request that cannot be served (see
+  /// ``GATTBridge/refuse(_:code:message:reply:)``).
+  ///
+  /// - Parameters:
+  ///   - request: The parsed topic.
+  ///   - message: The message (its Response Topic, if any, gets the answer too).
+  ///   - code: The error code.
+  ///   - text: What a person reads.
+  public func refuse(_ request: Topics.Request, message: MQTTMessage, code: String, text: String) {
+    let reply = message.properties.responseTopic.map {
+      ReplyAddress(topic: $0, correlationData: message.properties.correlationData)
+    }
+    feed { $0.refuse(request, code: code, message: text, reply: reply) }
+  }
+
   /// Answers `device/connect` and `device/disconnect` bridge requests.
   ///
   /// - Parameters:

@@ -4,6 +4,7 @@ import Foundation
 public import Logging
 public import ServiceLifecycle
 public import SimulatedRadio
+public import UnixSignals
 
 /// Runs a ``GatewayService`` in a `ServiceGroup` until SIGTERM or SIGINT.
 public enum GatewayRunner {
@@ -19,11 +20,21 @@ public enum GatewayRunner {
     // withdraws its service before the Bluetooth side goes away.
     var services = radio.services
     services.append(.init(service: service))
-    let group = ServiceGroup(
-      configuration: ServiceGroupConfiguration(
-        services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-    try await group.run()
+    var group = ServiceGroupConfiguration(
+      services: services, gracefulShutdownSignals: shutdownSignals, logger: logger)
+    // Every part bounds its own teardown (Bluetooth 1 s, MQTT 0.6 s); past this the group
+    // cancels whatever is left, so a stop never waits for a broker or a radio that is gone.
+    group.maximumGracefulShutdownDuration = gracefulShutdownLimit
+    try await ServiceGroup(configuration: group).run()
   }
+
+  /// The signals that stop the gateway cleanly (`offline` published, Bluetooth torn down):
+  /// SIGTERM, SIGINT, SIGHUP (there is no reload: a supervisor restarts the service to apply a
+  /// new configuration) and SIGQUIT. SIGUSR1 logs the health report (``GatewayService``).
+  public static let shutdownSignals: [UnixSignal] = [.sigterm, .sigint, .sighup, .sigquit]
+
+  /// How long a graceful shutdown may take before the remaining tasks are cancelled.
+  public static let gracefulShutdownLimit: Duration = .milliseconds(1800)
 
   /// The Bluetooth side `bluetooth.radio` asks for: the central and peripheral ports and the
   /// services that keep them running.

@@ -4,6 +4,7 @@ import Foundation
 public import Logging
 public import Mosquitto
 public import ServiceLifecycle
+import UnixSignals
 
 /// The running gateway: one MQTT connection, the bridge plane of TOPICS.md, and (in later
 /// parts) the Bluetooth roles.
@@ -22,6 +23,7 @@ public final class GatewayService: Service, Sendable {
   private let started = ContinuousClock.now
   private let startedAt = Date()
   private let router = BridgeRequestRouter()
+  private let replyPolicy: ReplyTopicPolicy
   private let counters = Counters()
   private let discovery: DiscoveryService?
   private let connections: ConnectionService?
@@ -48,6 +50,8 @@ public final class GatewayService: Service, Sendable {
     } catch {
       throw GatewayError("mqtt.base_topic: \(error)")
     }
+    replyPolicy = ReplyTopicPolicy(
+      prefix: configuration.mqtt.responseTopicPrefix ?? configuration.mqtt.baseTopic)
     do {
       client = try MQTTClient(
         configuration: MQTTClientConfiguration(gateway: configuration, topics: topics),
@@ -119,6 +123,7 @@ public final class GatewayService: Service, Sendable {
       group.addTask { await self.subscribeToRequests() }
       group.addTask { await self.serveRequests() }
       group.addTask { await self.publishHealth() }
+      group.addTask { await self.logHealthOnSignal() }
       if let discovery = self.discovery {
         group.addTask { await discovery.run() }
       }
@@ -134,7 +139,7 @@ public final class GatewayService: Service, Sendable {
       try? await gracefulShutdown()
       if let connections = self.connections {
         logger.info("closing Bluetooth connections")
-        await connections.shutdown()
+        await connections.shutdown(timeout: 1)
       }
       if let peripheralRole = self.peripheralRole {
         logger.info("withdrawing the peripheral service")
@@ -149,7 +154,7 @@ public final class GatewayService: Service, Sendable {
         MQTTMessage(
           topic: topics.bridgeState.rawValue, payload: BridgePayload.state(online: false),
           qos: .atLeastOnce, retain: true)
-      ], timeout: 5)
+      ], timeout: 0.6)
     logger.info("gatt2mqtt stopped")
   }
 
@@ -165,6 +170,8 @@ public final class GatewayService: Service, Sendable {
       do {
         try await client.subscribe(filter, qos: .atLeastOnce)
         logger.debug("subscribed to \(kind) requests", metadata: ["mqtt.topic": "\(filter)"])
+      } catch  where error.code == .cancelled {
+        return  // shutting down before the broker answered
       } catch {
         logger.error(
           "cannot subscribe to requests: \(error)", metadata: ["mqtt.topic": "\(filter)"])
@@ -180,10 +187,23 @@ public final class GatewayService: Service, Sendable {
   }
 
   /// Answers one incoming message; never throws, whatever the message holds.
-  func handle(_ message: MQTTMessage) {
-    guard let topic = try? TopicName(message.topic), let request = topics.parseRequest(topic)
+  func handle(_ incoming: MQTTMessage) {
+    guard let topic = try? TopicName(incoming.topic), let request = topics.parseRequest(topic)
     else {
-      logger.debug("ignored message", metadata: ["mqtt.topic": "\(message.topic)"])
+      logger.debug("ignored message", metadata: ["mqtt.topic": "\(incoming.topic)"])
+      return
+    }
+    var message = incoming
+    if let replyTo = message.properties.responseTopic, let reason = replyPolicy.refusal(replyTo) {
+      counters.repliesRefused.withLock { $0 += 1 }
+      logger.warning(
+        "MQTT 5 Response Topic not honoured: \(reason) (answers go under \(replyPolicy.prefix)/…/response…)",
+        metadata: ["mqtt.topic": "\(message.topic)", "mqtt.response_topic": "\(replyTo)"])
+      message.properties.responseTopic = nil
+    }
+    if let (code, text) = refusal(of: message, request) {
+      counters.requestsRefused.withLock { $0 += 1 }
+      refuse(request, message: message, code: code, text: text)
       return
     }
     if case .peripheralText = request {
@@ -225,6 +245,56 @@ public final class GatewayService: Service, Sendable {
     answer(verb: verb, response, to: message)
   }
 
+  /// Why `message` cannot be served without reading it — its payload was left out by the
+  /// client, or is over the bound of its kind of topic — or nil.
+  private func refusal(of message: MQTTMessage, _ request: Topics.Request) -> (String, String)? {
+    let limit: Int
+    if case .peripheralText = request {
+      limit = configuration.peripheral.maxTextBytes
+    } else {
+      limit = configuration.mqtt.inbound.maxRequestBytes
+    }
+    switch message.discarded {
+    case .tooLarge(let bytes):
+      return ("payload_too_large", "payload of \(bytes) bytes; the most is \(limit)")
+    case .bufferFull(let bytes):
+      return (
+        "busy",
+        "the gateway is behind: no room for \(bytes) more bytes (mqtt.inbound.buffer_bytes \(configuration.mqtt.inbound.bufferBytes)); try again"
+      )
+    case nil:
+      guard message.payload.count > limit else { return nil }
+      return (
+        "payload_too_large", "payload of \(message.payload.count) bytes; the most is \(limit)"
+      )
+    }
+  }
+
+  /// Answers a request that was not read, where its kind of request is answered.
+  private func refuse(_ request: Topics.Request, message: MQTTMessage, code: String, text: String) {
+    switch request {
+    case .bridge(let verb):
+      answer(verb: verb, .failure(code: code, message: text, transaction: nil), to: message)
+    case .peripheralText:
+      logger.warning(
+        "peripheral text refused: \(text)", metadata: ["mqtt.topic": "\(message.topic)"])
+      peripheralRole?.refuseText(
+        code: code == "payload_too_large" ? "too_long" : code, message: text)
+    default:
+      logger.warning("request refused: \(text)", metadata: ["mqtt.topic": "\(message.topic)"])
+      connections?.refuse(request, message: message, code: code, text: text)
+    }
+  }
+
+  /// Logs the health report each time the process receives SIGUSR1.
+  private func logHealthOnSignal() async {
+    for await _ in await UnixSignalsSequence(trapping: .sigusr1) {
+      if Task.isCancelled { return }
+      let json = String(decoding: health().json.serializedBytes(), as: UTF8.self)
+      logger.notice("health (SIGUSR1): \(json)")
+    }
+  }
+
   /// Publishes the response to a bridge request (and to its MQTT 5 response topic).
   private func answer(verb: String, _ response: BridgeResponse, to message: MQTTMessage) {
     if !response.ok {
@@ -238,6 +308,7 @@ public final class GatewayService: Service, Sendable {
       client.enqueue(
         MQTTMessage(topic: responseTopic.rawValue, payload: payload, qos: .atLeastOnce))
     }
+    // `handle` has removed a Response Topic the policy does not honour.
     if let replyTo = message.properties.responseTopic, (try? TopicName(replyTo)) != nil {
       client.enqueue(
         MQTTMessage(
@@ -295,6 +366,10 @@ public final class GatewayService: Service, Sendable {
       dropped: stats.dropped, reconnects: stats.reconnects,
       connectionFailures: stats.connectionFailures,
       requestErrors: counters.requestErrors.withLock { $0 })
+    report.receivedDropped = stats.receivedDropped
+    report.receivedDiscarded = stats.receivedDiscarded
+    report.requestsRefused = counters.requestsRefused.withLock { $0 }
+    report.repliesRefused = counters.repliesRefused.withLock { $0 }
     if let discovery { report.sections["discovery"] = .object(discovery.healthJSON) }
     if let connections { report.sections["connections"] = .object(connections.healthJSON) }
     if let peripheralRole { report.sections["peripheral"] = .object(peripheralRole.healthJSON) }

@@ -23,6 +23,11 @@ extension MQTTClientConfiguration {
         qos: .atLeastOnce, retain: true),
       minReconnectDelay: mqtt.reconnect.minDelay, maxReconnectDelay: mqtt.reconnect.maxDelay,
       offlineQueueCapacity: mqtt.offlineQueue.maxMessages,
-      dropPolicy: mqtt.offlineQueue.policy == .dropNewest ? .dropNewest : .dropOldest)
+      dropPolicy: mqtt.offlineQueue.policy == .dropNewest ? .dropNewest : .dropOldest,
+      // A message larger than every topic's own bound is never kept; the gateway checks each
+      // topic kind's bound itself and answers the sender.
+      maxIncomingMessageBytes: max(
+        mqtt.inbound.maxRequestBytes, configuration.peripheral.maxTextBytes + 1024),
+      incomingBufferBytes: mqtt.inbound.bufferBytes)
   }
 }

@@ -96,6 +96,15 @@ public final class PeripheralRoleService: Sendable {
     wakeSink.yield()
   }
 
+  /// Refuses a text the gateway could not take in (see ``PeripheralBridge/refuseText(code:message:)``).
+  ///
+  /// - Parameters:
+  ///   - code: The error code.
+  ///   - message: What a person reads.
+  public func refuseText(code: String, message: String) {
+    outputSink.yield(bridge.withLock { $0.refuseText(code: code, message: message) })
+  }
+
   /// Peripheral figures for the health message.
   public var healthJSON: JSONObject {
     bridge.withLock { bridge in

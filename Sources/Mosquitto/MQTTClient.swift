@@ -17,10 +17,12 @@ public import Logging
 public final class MQTTClient: Sendable {
   /// Messages arriving on subscribed topics, in arrival order.
   ///
-  /// The buffer holds ``MQTTClientConfiguration/incomingBufferCapacity`` messages; when the
-  /// consumer falls behind further, newer messages are dropped and counted in
-  /// ``MQTTStatistics/receivedDropped``.
-  public let messages: AsyncStream<MQTTMessage>
+  /// The buffer holds ``MQTTClientConfiguration/incomingBufferCapacity`` messages and
+  /// ``MQTTClientConfiguration/incomingBufferBytes`` payload bytes. When the consumer falls
+  /// behind further, newer messages arrive without their payload
+  /// (``MQTTMessage/discarded``, counted in ``MQTTStatistics/receivedDiscarded``) and, past the
+  /// message count, are dropped (``MQTTStatistics/receivedDropped``).
+  public let messages: MQTTMessageStream
   /// Connection changes (connected, failed attempts, losses, stop); holds the newest 256.
   public let events: AsyncStream<MQTTClientEvent>
   /// The configuration the client was created with.
@@ -41,10 +43,11 @@ public final class MQTTClient: Sendable {
       bufferingPolicy: .bufferingOldest(max(1, configuration.incomingBufferCapacity)))
     let (events, eventSink) = AsyncStream.makeStream(
       of: MQTTClientEvent.self, bufferingPolicy: .bufferingNewest(256))
-    self.messages = messages
     self.events = events
-    self.core = try ClientCore(
+    let core = try ClientCore(
       configuration: configuration, logger: logger, messages: messageSink, events: eventSink)
+    self.core = core
+    self.messages = MQTTMessageStream(base: messages, core: core)
   }
 
   deinit {
@@ -101,23 +104,73 @@ public final class MQTTClient: Sendable {
   /// Publishes `finalMessages` (for example a retained `offline` state), waits up to `timeout`
   /// seconds for everything queued to be acknowledged, disconnects cleanly (so the broker does
   /// not send the last will) and stops the loop thread.
+  ///
+  /// Returns within `timeout` + 2 seconds whatever the broker does; when not connected it
+  /// drops what is queued and returns at once.
   public func shutdown(finalMessages: [MQTTMessage] = [], timeout: Double = 5) async {
     if !core.started.withLock({ $0 }) { core.start() }
-    _ = try? await withCheckedThrowingContinuation { (waiter: Waiter) in
-      core.send(.shutdown(finalMessages, timeout: timeout, waiter))
+    _ = try? await withCheckedThrowingContinuation { continuation in
+      core.send(.shutdown(finalMessages, timeout: timeout, Waiter(continuation)))
     }
   }
 
   /// A snapshot of the client's counters.
   public var statistics: MQTTStatistics { core.stats.withLock { $0 } }
 
+  /// Sends a command and waits for its outcome; a cancelled caller stops waiting at once with
+  /// ``MQTTError/Code/cancelled`` (the command itself still runs).
   private func perform(_ make: @escaping @Sendable (Waiter) -> Command) async throws(MQTTError) {
+    let slot = WaiterSlot()
     do {
-      try await withCheckedThrowingContinuation { (waiter: Waiter) in core.send(make(waiter)) }
+      try await withTaskCancellationHandler {
+        try await withCheckedThrowingContinuation { continuation in
+          let waiter = Waiter(continuation)
+          if slot.install(waiter) { core.send(make(waiter)) }
+        }
+      } onCancel: {
+        slot.cancel()
+      }
     } catch let error as MQTTError {
       throw error
     } catch {
       throw MQTTError(.stopped, "\(error)")
+    }
+  }
+}
+
+/// The messages an ``MQTTClient`` receives, in arrival order; iterate it from one task.
+public struct MQTTMessageStream: AsyncSequence, Sendable {
+  /// A received message.
+  public typealias Element = MQTTMessage
+  private let base: AsyncStream<MQTTMessage>
+  private let core: ClientCore
+
+  init(base: AsyncStream<MQTTMessage>, core: ClientCore) {
+    self.base = base
+    self.core = core
+  }
+
+  /// Creates the iterator.
+  public func makeAsyncIterator() -> AsyncIterator {
+    AsyncIterator(base: base.makeAsyncIterator(), core: core)
+  }
+
+  /// Hands out messages and gives their bytes back to the buffer's budget.
+  public struct AsyncIterator: AsyncIteratorProtocol {
+    private var base: AsyncStream<MQTTMessage>.AsyncIterator
+    private let core: ClientCore
+
+    init(base: AsyncStream<MQTTMessage>.AsyncIterator, core: ClientCore) {
+      self.base = base
+      self.core = core
+    }
+
+    /// The next message, or `nil` once the client has stopped.
+    public mutating func next() async -> MQTTMessage? {
+      guard let message = await base.next() else { return nil }
+      let size = message.payload.count
+      if size > 0 { core.stats.withLock { $0.incomingBytes -= size } }
+      return message
     }
   }
 }

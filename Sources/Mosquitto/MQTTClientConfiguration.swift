@@ -69,8 +69,17 @@ public struct MQTTClientConfiguration: Sendable, Hashable {
   public var dropPolicy: DropPolicy
   /// Maximum number of QoS ≥ 1 messages handed to the connection and not yet acknowledged.
   public var maxInflight: Int
-  /// Capacity of the incoming message buffer; further messages are counted and dropped.
+  /// Capacity of the incoming message buffer in messages; further messages are counted and
+  /// dropped.
   public var incomingBufferCapacity: Int
+  /// The largest payload of a received message, in bytes. A larger one is delivered without
+  /// its payload (``MQTTMessage/discarded`` is ``MQTTDiscardReason/tooLarge(bytes:)``), so that
+  /// a sender cannot make the client hold it. Default 1 MiB.
+  public var maxIncomingMessageBytes: Int
+  /// The most payload bytes the buffer of received messages holds. A message that would take
+  /// it past this is delivered without its payload
+  /// (``MQTTDiscardReason/bufferFull(bytes:)``). Default 16 MiB.
+  public var incomingBufferBytes: Int
 
   /// Creates a configuration; only the broker address is required.
   public init(
@@ -79,7 +88,8 @@ public struct MQTTClientConfiguration: Sendable, Hashable {
     username: String? = nil, password: String? = nil, tls: TLS? = nil,
     will: MQTTMessage? = nil, minReconnectDelay: Double = 1, maxReconnectDelay: Double = 60,
     offlineQueueCapacity: Int = 10_000, dropPolicy: DropPolicy = .dropOldest,
-    maxInflight: Int = 100, incomingBufferCapacity: Int = 10_000
+    maxInflight: Int = 100, incomingBufferCapacity: Int = 10_000,
+    maxIncomingMessageBytes: Int = 1 << 20, incomingBufferBytes: Int = 16 << 20
   ) {
     self.host = host
     self.port = port
@@ -97,6 +107,8 @@ public struct MQTTClientConfiguration: Sendable, Hashable {
     self.dropPolicy = dropPolicy
     self.maxInflight = maxInflight
     self.incomingBufferCapacity = incomingBufferCapacity
+    self.maxIncomingMessageBytes = maxIncomingMessageBytes
+    self.incomingBufferBytes = incomingBufferBytes
   }
 }
 

@@ -26,6 +26,8 @@ public struct MQTTError: Error, Sendable, Hashable, CustomStringConvertible {
     case invalidArgument = "invalid_argument"
     /// The operation did not complete in time.
     case timeout
+    /// The waiting task was cancelled; the operation itself may still complete.
+    case cancelled
   }
 
   /// The kind of failure.

@@ -58,6 +58,16 @@ public struct MQTTUserProperty: Sendable, Hashable {
   }
 }
 
+/// Why a received message reached the consumer without its payload.
+public enum MQTTDiscardReason: Sendable, Hashable {
+  /// The payload had `bytes` bytes, more than
+  /// ``MQTTClientConfiguration/maxIncomingMessageBytes`` allows.
+  case tooLarge(bytes: Int)
+  /// The payload had `bytes` bytes and the buffer of received messages already held
+  /// ``MQTTClientConfiguration/incomingBufferBytes`` (the consumer fell behind).
+  case bufferFull(bytes: Int)
+}
+
 /// An MQTT application message, outgoing or incoming.
 public struct MQTTMessage: Sendable, Hashable {
   /// The topic name (never a filter).
@@ -73,6 +83,10 @@ public struct MQTTMessage: Sendable, Hashable {
   /// For received QoS ≥ 1 messages, the broker's packet identifier (0 otherwise). A broker
   /// re-delivering a message it could not confirm (after a restart, say) reuses the identifier.
   public var packetIdentifier: Int = 0
+  /// For received messages, why the client delivered this one without its payload (which is
+  /// then empty), or `nil` when the payload is complete. The topic and properties are kept so
+  /// that the receiver can still answer the sender with a clear error.
+  public var discarded: MQTTDiscardReason?
 
   /// Creates a message with a byte payload.
   public init(

@@ -6,6 +6,11 @@ public struct MQTTStatistics: Sendable, Hashable {
   public var received: UInt64 = 0
   /// Received messages dropped because the consumer of ``MQTTClient/messages`` fell behind.
   public var receivedDropped: UInt64 = 0
+  /// Received messages delivered without their payload: too large, or the buffer of received
+  /// messages was full in bytes (see ``MQTTMessage/discarded``).
+  public var receivedDiscarded: UInt64 = 0
+  /// Payload bytes of received messages waiting for the consumer right now.
+  public var incomingBytes: Int = 0
   /// Messages waiting in the bounded offline queue right now.
   public var queued: Int = 0
   /// Messages handed to the broker connection and not yet acknowledged.

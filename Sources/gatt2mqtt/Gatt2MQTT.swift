@@ -82,7 +82,8 @@ extension Gatt2MQTT {
       }
       let level = Logger.Level(rawValue: loaded.log.level.rawValue) ?? .info
       LoggingSystem.bootstrap { label in
-        var handler = StreamLogHandler.standardError(label: label)
+        // Names, values and topics come from outside: no control character reaches the log.
+        var handler = EscapingLogHandler(StreamLogHandler.standardError(label: label))
         handler.logLevel = level
         return handler
       }

@@ -16,7 +16,7 @@ struct ConfigurationDefaultsTests {
     "mqtt.tls.cert_file", "mqtt.tls.key_file", "gateway.id", "bluetooth.adapter",
     "bluetooth.simulation",
     "bluetooth.min_rssi", "bluetooth.filter.name", "peripheral.write_characteristic",
-    "peripheral.adapter",
+    "peripheral.adapter", "mqtt.response_topic_prefix",
   ]
 
   @Test func noSourcesGiveTheDocumentedDefaults() async throws {
@@ -94,7 +94,7 @@ struct ConfigurationDefaultsTests {
 
   @Test func knownKeysListEveryKeyWithItsType() {
     let keys = ConfigurationLoader.knownKeys
-    #expect(keys.count == 67)
+    #expect(keys.count == 70)
     #expect(keys["bluetooth.filter.uuids"] == .list(.serviceUUID))
     #expect(keys["bluetooth.filter.name"] == .namePattern)
     #expect(keys["bluetooth.filter.allow"] == .list(.bluetoothAddress))

@@ -141,16 +141,18 @@ struct GatewayProcessTests {
     let broker = try Broker()
     try broker.start()
     let gateway = try GatewayProcess(broker: broker, extra: ["--mqtt.protocol", "5"])
-    let (client, seen) = try await observe(broker, "replies/#", version: .v5)
+    let (client, seen) = try await observe(broker, "gatt2mqtt/clients/me/#", version: .v5)
     try await client.subscribe("gatt2mqtt/bridge/\(gateway.id)/response/#")
     #expect(await eventually { gateway.log.contains("subscribed to bridge requests") })
     try await client.publish(
       MQTTMessage(
         topic: "gatt2mqtt/bridge/\(gateway.id)/request/health_check",
         text: #"{"transaction":"t-1"}"#, qos: .atLeastOnce,
-        properties: MQTTPublishProperties(responseTopic: "replies/me", correlationData: [9, 9])))
+        properties: MQTTPublishProperties(
+          responseTopic: "gatt2mqtt/clients/me/response", correlationData: [9, 9])))
     #expect(await eventually { seen.messages.count >= 2 })
-    let direct = try #require(seen.messages.first { $0.topic == "replies/me" })
+    let direct = try #require(
+      seen.messages.first { $0.topic == "gatt2mqtt/clients/me/response" })
     #expect(direct.properties.correlationData == [9, 9])
     let body = try JSONValue.parse(direct.payload)
     #expect(body["status"]?.stringValue == "ok")

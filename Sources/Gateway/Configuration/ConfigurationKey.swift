@@ -63,6 +63,9 @@ struct ConfigurationKey: Sendable {
     .init(
       "mqtt.offline_queue.policy",
       .choice(GatewayConfiguration.MQTT.OfflineQueue.DropPolicy.allCases.map(\.rawValue))),
+    .init("mqtt.inbound.max_request_bytes", .integer(64...16_777_216)),
+    .init("mqtt.inbound.buffer_bytes", .integer(65_536...1_073_741_824)),
+    .init("mqtt.response_topic_prefix", .topicPrefix, optional: true),
     .init("gateway.id", .topicLevel, optional: true),
     .init("gateway.health_interval", .number(greaterThan: 0, atMost: 86_400)),
     .init("log.level", .choice(GatewayConfiguration.Log.Level.allCases.map(\.rawValue))),

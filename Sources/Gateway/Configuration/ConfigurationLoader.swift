@@ -106,6 +106,13 @@ public enum ConfigurationLoader {
     result.mqtt.offlineQueue.policy = queue.string(
       forKey: "policy", default: d.offlineQueue.policy)
 
+    let inbound = mqtt.scoped(to: "inbound")
+    result.mqtt.inbound.maxRequestBytes = inbound.int(
+      forKey: "max_request_bytes", default: d.inbound.maxRequestBytes)
+    result.mqtt.inbound.bufferBytes = inbound.int(
+      forKey: "buffer_bytes", default: d.inbound.bufferBytes)
+    result.mqtt.responseTopicPrefix = mqtt.string(forKey: "response_topic_prefix")
+
     let gateway = reader.scoped(to: "gateway")
     result.gateway.id = gateway.string(forKey: "id")
     result.gateway.healthInterval = gateway.double(

@@ -33,6 +33,9 @@ extension GatewayConfiguration: CustomStringConvertible, CustomDebugStringConver
       "mqtt.reconnect.max_delay": ConfigurationLoader.KeyType.format(mqtt.reconnect.maxDelay),
       "mqtt.offline_queue.max_messages": String(mqtt.offlineQueue.maxMessages),
       "mqtt.offline_queue.policy": mqtt.offlineQueue.policy.rawValue,
+      "mqtt.inbound.max_request_bytes": String(mqtt.inbound.maxRequestBytes),
+      "mqtt.inbound.buffer_bytes": String(mqtt.inbound.bufferBytes),
+      "mqtt.response_topic_prefix": mqtt.responseTopicPrefix,
       "gateway.id": gateway.id,
       "gateway.health_interval": ConfigurationLoader.KeyType.format(gateway.healthInterval),
       "log.level": log.level.rawValue,
@@ -130,7 +133,8 @@ extension GatewayConfiguration.MQTT: CustomStringConvertible, CustomDebugStringC
         "cleanSession": cleanSession, "protocolVersion": protocolVersion,
         "username": username as Any, "password": password as Any, "baseTopic": baseTopic,
         "qos": qos, "retainValues": retainValues, "tls": tls, "reconnect": reconnect,
-        "offlineQueue": offlineQueue,
+        "offlineQueue": offlineQueue, "inbound": inbound,
+        "responseTopicPrefix": responseTopicPrefix as Any,
       ],
       displayStyle: .struct)
   }

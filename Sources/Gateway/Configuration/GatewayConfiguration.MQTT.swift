@@ -44,6 +44,12 @@ extension GatewayConfiguration {
     public var reconnect: Reconnect
     /// The bound on messages held while the broker is unreachable (`mqtt.offline_queue.*`).
     public var offlineQueue: OfflineQueue
+    /// Bounds on received payloads (`mqtt.inbound.*`).
+    public var inbound: Inbound
+    /// Where MQTT 5 requesters may have answers sent (`mqtt.response_topic_prefix`): a
+    /// Response Topic is honoured only under this prefix, with a `response` level, and never on
+    /// a topic a gateway takes requests from. `nil` means ``baseTopic``. Default `nil`.
+    public var responseTopicPrefix: String?
 
     /// Creates MQTT settings; every omitted setting has its default.
     ///
@@ -62,6 +68,9 @@ extension GatewayConfiguration {
     ///   - tls: TLS settings.
     ///   - reconnect: The reconnection back-off.
     ///   - offlineQueue: The bound on messages held while disconnected.
+    ///   - inbound: Bounds on received payloads.
+    ///   - responseTopicPrefix: Where MQTT 5 Response Topics may lie, or `nil` for the base
+    ///     topic.
     public init(
       host: String = "localhost",
       port: Int = 1883,
@@ -76,7 +85,9 @@ extension GatewayConfiguration {
       retainValues: Bool = false,
       tls: TLS = TLS(),
       reconnect: Reconnect = Reconnect(),
-      offlineQueue: OfflineQueue = OfflineQueue()
+      offlineQueue: OfflineQueue = OfflineQueue(),
+      inbound: Inbound = Inbound(),
+      responseTopicPrefix: String? = nil
     ) {
       self.host = host
       self.port = port
@@ -92,6 +103,8 @@ extension GatewayConfiguration {
       self.tls = tls
       self.reconnect = reconnect
       self.offlineQueue = offlineQueue
+      self.inbound = inbound
+      self.responseTopicPrefix = responseTopicPrefix
     }
 
     /// The client identifier to connect with: ``clientID`` when set, otherwise

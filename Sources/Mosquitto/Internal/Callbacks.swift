@@ -57,14 +57,17 @@ func mosquittoOnMessage(
   let m = message.pointee
   let topic = m.topic.map { String(cString: $0) } ?? ""
   var payload: [UInt8] = []
-  if let bytes = m.payload, m.payloadlen > 0 {
-    payload = Array(UnsafeRawBufferPointer(start: bytes, count: Int(m.payloadlen)))
+  let size = Int(max(0, m.payloadlen))
+  let tooLarge = size > target.configuration.maxIncomingMessageBytes
+  if let bytes = m.payload, size > 0, !tooLarge {
+    payload = Array(UnsafeRawBufferPointer(start: bytes, count: size))
   }
   let qos = MQTTQoS(rawValue: Int(m.qos)) ?? .atMostOnce
   var copy = MQTTMessage(
     topic: topic, payload: payload, qos: qos, retain: m.retain,
     properties: PropertyList.read(properties))
   copy.packetIdentifier = Int(m.mid)
+  if tooLarge { copy.discarded = .tooLarge(bytes: size) }
   target.record(.message(copy))
 }
 

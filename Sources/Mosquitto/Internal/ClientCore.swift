@@ -5,8 +5,50 @@ import Glibc
 import Logging
 import Synchronization
 
-/// A waiter for the outcome of one client operation.
-typealias Waiter = CheckedContinuation<Void, any Error>
+/// A waiter for the outcome of one client operation. Resuming it more than once is harmless:
+/// the first outcome wins, so a cancelled caller and the loop thread may both answer it.
+final class Waiter: Sendable {
+  private let continuation: Mutex<CheckedContinuation<Void, any Error>?>
+
+  init(_ continuation: CheckedContinuation<Void, any Error>) {
+    self.continuation = Mutex(continuation)
+  }
+
+  func resume() { take()?.resume() }
+
+  func resume(throwing error: any Error) { take()?.resume(throwing: error) }
+
+  private func take() -> CheckedContinuation<Void, any Error>? {
+    continuation.withLock { value in
+      defer { value = nil }
+      return value
+    }
+  }
+}
+
+/// Where ``MQTTClient`` keeps the waiter of an operation its caller may cancel.
+final class WaiterSlot: Sendable {
+  private let state = Mutex<(waiter: Waiter?, cancelled: Bool)>((nil, false))
+
+  /// Keeps `waiter`; false when the caller was cancelled already (then it is answered).
+  func install(_ waiter: Waiter) -> Bool {
+    let cancelled = state.withLock { state in
+      state.waiter = waiter
+      return state.cancelled
+    }
+    if cancelled { waiter.resume(throwing: MQTTError(.cancelled, "cancelled")) }
+    return !cancelled
+  }
+
+  /// Answers the waiter with ``MQTTError/Code/cancelled``, now or when it is installed.
+  func cancel() {
+    let waiter = state.withLock { state in
+      state.cancelled = true
+      return state.waiter
+    }
+    waiter?.resume(throwing: MQTTError(.cancelled, "cancelled"))
+  }
+}
 
 /// Requests from any thread to the loop thread.
 enum Command: Sendable {
@@ -447,11 +489,29 @@ final class ClientCore: @unchecked Sendable {
       }
     case .unsubscribed(let mid):
       unsubackWaiters.removeValue(forKey: mid)?.resume()
-    case .message(let message):
-      // Count first: whoever sees the message must also see it counted.
-      stats.withLock { $0.received += 1 }
+    case .message(var message):
+      // Count first: whoever sees the message must also see it counted. The buffer is bounded
+      // in bytes as well as in messages: a payload that does not fit is left out.
+      let size = message.payload.count
+      let budget = configuration.incomingBufferBytes
+      let fits = stats.withLock { stats in
+        stats.received += 1
+        guard message.discarded == nil, stats.incomingBytes + size <= budget else {
+          stats.receivedDiscarded += 1
+          return false
+        }
+        stats.incomingBytes += size
+        return true
+      }
+      if !fits && message.discarded == nil {
+        message.discarded = .bufferFull(bytes: size)
+        message.payload = []
+      }
       if case .dropped = messages.yield(message) {
-        stats.withLock { $0.receivedDropped += 1 }
+        stats.withLock {
+          $0.receivedDropped += 1
+          $0.incomingBytes -= message.payload.count
+        }
       }
     }
   }

@@ -1,0 +1,186 @@
+import BridgeCore
+import Foundation
+import Mosquitto
+import TestSupport
+import Testing
+
+/// Signals the gateway stops on, by name for the test's arguments.
+enum StopSignal: String, CaseIterable, Sendable {
+  case term, int, hup, quit
+
+  var number: Int32 {
+    switch self {
+    case .term: SIGTERM
+    case .int: SIGINT
+    case .hup: SIGHUP
+    case .quit: SIGQUIT
+    }
+  }
+}
+
+@Suite(
+  "The gatt2mqtt process: bounded stops, bounded memory, MQTT 5 answers kept in their place",
+  .serialized,
+  .enabled(if: Broker.isAvailable, "mosquitto is not installed (apt-get install mosquitto)"))
+struct GatewayHardeningTests {
+  @Test(
+    "broker never reached: every stop signal ends the process within 2 s, exit 0",
+    arguments: StopSignal.allCases)
+  func stopWithoutBroker(signal: StopSignal) async throws {
+    let broker = try Broker()  // never started: its port refuses connections
+    let gateway = try GatewayProcess(broker: broker)
+    #expect(
+      await eventually { gateway.log.contains("failed") }, "log: \(gateway.log)")
+    gateway.child.signal(signal.number)
+    let started = ContinuousClock.now
+    let status = gateway.child.wait(timeout: 2)
+    #expect(
+      status != nil, "still running 2 s after SIG\(signal.rawValue.uppercased()): \(gateway.log)")
+    #expect(ContinuousClock.now - started < .seconds(2))
+    #expect(status.map(ChildProcess.exitCode) == 0, "log: \(gateway.log)")
+    #expect(!gateway.log.contains("Program crashed"))
+  }
+
+  @Test(
+    "broker up: every stop signal publishes offline itself and ends within 2 s",
+    arguments: StopSignal.allCases)
+  func stopWithBroker(signal: StopSignal) async throws {
+    let broker = try Broker()
+    try broker.start()
+    let gateway = try GatewayProcess(broker: broker, extra: ["--radio", "simulated"])
+    let (observer, seen) = try await observe(broker, gateway.stateTopic)
+    #expect(await eventually { seen.messages.last?.text == #"{"state":"online"}"# })
+    gateway.child.signal(signal.number)
+    let status = gateway.child.wait(timeout: 2)
+    #expect(status.map(ChildProcess.exitCode) == 0, "log: \(gateway.log)")
+    #expect(await eventually { seen.messages.last?.text == #"{"state":"offline"}"# })
+    #expect(broker.log.contains("Received DISCONNECT from gatt2mqtt-\(gateway.id)"))
+    await observer.shutdown()
+  }
+
+  @Test("SIGUSR1 logs the health report and the gateway keeps running")
+  func usr1LogsHealth() async throws {
+    let broker = try Broker()
+    try broker.start()
+    let gateway = try GatewayProcess(broker: broker)
+    #expect(await eventually { gateway.log.contains("MQTT connected") })
+    try await Task.sleep(for: .milliseconds(300))
+    gateway.child.signal(SIGUSR1)
+    #expect(await eventually { gateway.log.contains("health (SIGUSR1)") }, "log: \(gateway.log)")
+    #expect(gateway.child.isRunning)
+  }
+
+  @Test("an MQTT 5 Response Topic outside <base>/…/response, or on an inbound topic, is not used")
+  func responseTopicIsNotARelay() async throws {
+    let broker = try Broker()
+    try broker.start()
+    let gateway = try GatewayProcess(
+      broker: broker, extra: ["--mqtt.protocol", "5", "--radio", "simulated"])
+    let (client, seen) = try await observe(broker, "#", version: .v5)
+    #expect(await eventually { gateway.log.contains("subscribed to bridge requests") })
+    let forbidden = [
+      "homeassistant/switch/door/set",
+      "gatt2mqtt/bridge/other/request/scan",
+      "gatt2mqtt/bridge/\(gateway.id)/state",
+      "gatt2mqtt/bridge/\(gateway.id)/peripheral/text/set",
+      "gatt2mqtt/bridge/other/request/response",
+      "gatt2mqtt/clients/me/response/" + String(repeating: "x", count: 600),
+    ]
+    for (index, topic) in forbidden.enumerated() {
+      try await client.publish(
+        MQTTMessage(
+          topic: "gatt2mqtt/bridge/\(gateway.id)/request/health_check",
+          text: #"{"transaction":"relay-\#(index)"}"#, qos: .atLeastOnce,
+          properties: MQTTPublishProperties(responseTopic: topic)))
+    }
+    let allowed = "gatt2mqtt/clients/me/response"
+    try await client.publish(
+      MQTTMessage(
+        topic: "gatt2mqtt/bridge/\(gateway.id)/request/health_check",
+        text: #"{"transaction":"ok"}"#, qos: .atLeastOnce,
+        properties: MQTTPublishProperties(responseTopic: allowed)))
+    #expect(await eventually { seen.messages.contains { $0.topic == allowed } })
+    // Every request was answered on the gateway's own response topic.
+    let own = "gatt2mqtt/bridge/\(gateway.id)/response/health_check"
+    #expect(await eventually { seen.messages.filter { $0.topic == own }.count == 7 })
+    // No answer anywhere else (the requests themselves carry "relay-" on the request topic).
+    let request = "gatt2mqtt/bridge/\(gateway.id)/request/health_check"
+    for topic in forbidden {
+      #expect(
+        !seen.messages.contains { $0.topic == topic && $0.text?.contains("status") == true },
+        "answered on \(topic)")
+    }
+    #expect(
+      !seen.messages.contains {
+        ![own, allowed, request].contains($0.topic) && $0.text?.contains("relay-") == true
+      })
+    #expect(gateway.log.contains("MQTT 5 Response Topic not honoured"))
+    // The simulated peripheral still serves its own text, not a relayed answer.
+    #expect(
+      !seen.messages.contains {
+        $0.topic.hasSuffix("/peripheral/event") && $0.text?.contains("relay-") == true
+      })
+    // health counts the refusals.
+    try await client.publish(
+      MQTTMessage(
+        topic: "gatt2mqtt/bridge/\(gateway.id)/request/health_check", text: "{}",
+        qos: .atLeastOnce))
+    #expect(await eventually { seen.messages.filter { $0.topic == own }.count == 8 })
+    let last = try JSONValue.parse(try #require(seen.messages.last { $0.topic == own }).payload)
+    #expect(last["data"]?["errors"]?["replies_refused"]?.integerValue == 6)
+    await client.shutdown()
+  }
+
+  @Test("a JSON key with a newline and ESC is logged escaped: no forged log line")
+  func logInjection() async throws {
+    let broker = try Broker()
+    try broker.start()
+    let gateway = try GatewayProcess(broker: broker, extra: ["--radio", "simulated"])
+    let (client, seen) = try await observe(broker, "gatt2mqtt/bridge/\(gateway.id)/response/#")
+    #expect(await eventually { gateway.log.contains("subscribed to bridge requests") })
+    try await client.publish(
+      MQTTMessage(
+        topic: "gatt2mqtt/bridge/\(gateway.id)/request/device/connect",
+        text: #"{"device":"AA:BB:CC:DD:EE:FF","x\nFORGED critical: \u001b[2J":1}"#,
+        qos: .atLeastOnce))
+    #expect(await eventually { seen.messages.count == 1 })
+    #expect(await eventually { gateway.log.contains("invalid_payload") }, "log: \(gateway.log)")
+    let lines = gateway.log.split(separator: "\n")
+    #expect(!lines.contains { $0.hasPrefix("FORGED") }, "log: \(gateway.log)")
+    #expect(!gateway.log.contains("\u{1B}"))
+    #expect(gateway.log.contains("x\\nFORGED critical: \\u{1B}[2J"))
+    await client.shutdown()
+  }
+
+  @Test("oversized requests are answered payload_too_large without being held; others still served")
+  func oversizedRequests() async throws {
+    let broker = try Broker()
+    try broker.start()
+    let gateway = try GatewayProcess(broker: broker)
+    let (client, seen) = try await observe(broker, "gatt2mqtt/bridge/\(gateway.id)/response/#")
+    #expect(await eventually { gateway.log.contains("subscribed to bridge requests") })
+    let request = "gatt2mqtt/bridge/\(gateway.id)/request/health_check"
+    // Over mqtt.inbound.max_request_bytes (64 KiB) but small enough to be received…
+    let padding = String(repeating: "a", count: 100_000)
+    try await client.publish(
+      MQTTMessage(topic: request, text: #"{"pad":"\#(padding)"}"#, qos: .atLeastOnce))
+    // …and 40 of 4 MiB, which the MQTT client does not even keep (over 1 MiB).
+    let huge = [UInt8](repeating: 0x20, count: 4 << 20)
+    for _ in 0..<40 {
+      try await client.publish(MQTTMessage(topic: request, payload: huge, qos: .atLeastOnce))
+    }
+    try await client.publish(MQTTMessage(topic: request, text: "{}", qos: .atLeastOnce))
+    #expect(await eventually(timeout: 20) { seen.messages.count == 42 }, "log: \(gateway.log)")
+    let bodies = try seen.messages.map { try JSONValue.parse($0.payload) }
+    #expect(bodies.prefix(41).allSatisfy { $0["error"]?.stringValue == "payload_too_large" })
+    #expect(bodies.first?["message"]?.stringValue?.contains("the most is 65536") == true)
+    let health = try #require(bodies.last)
+    #expect(health["status"]?.stringValue == "ok")
+    #expect(health["data"]?["errors"]?["requests_refused"]?.integerValue == 41)
+    #expect(health["data"]?["mqtt"]?["received_discarded"]?.integerValue == 40)
+    // 160 MiB went past the gateway; it kept none of it.
+    let rss = try #require(health["data"]?["rss_bytes"]?.integerValue)
+    #expect(rss < 100 << 20, "RSS \(rss) bytes")
+    await client.shutdown()
+  }
+}

@@ -1,0 +1,115 @@
+import Foundation
+import Mosquitto
+import TestSupport
+import Testing
+
+@Suite(
+  "MQTT client: received memory bounded in bytes, cancellation honoured", .serialized,
+  .enabled(if: Broker.isAvailable, "mosquitto is not installed (apt-get install mosquitto)"))
+struct MQTTClientBoundsTests {
+  @Test("a payload over maxIncomingMessageBytes arrives without it, with the reason and the topic")
+  func tooLargeIsDiscarded() async throws {
+    let broker = try Broker()
+    try broker.start()
+    var config = configuration(broker)
+    config.maxIncomingMessageBytes = 1000
+    let subscriber = try await connectedClient(config)
+    let seen = Collector(subscriber)
+    try await subscriber.subscribe("big/#", qos: .atLeastOnce)
+    let publisher = try await connectedClient(configuration(broker))
+    let properties = MQTTPublishProperties(responseTopic: "r/1")
+    try await publisher.publish(
+      MQTTMessage(
+        topic: "big/1", payload: [UInt8](repeating: 7, count: 1001), qos: .atLeastOnce,
+        properties: properties))
+    try await publisher.publish(
+      MQTTMessage(topic: "big/2", payload: [UInt8](repeating: 7, count: 1000), qos: .atLeastOnce))
+    #expect(await eventually { seen.messages.count == 2 })
+    let first = try #require(seen.messages.first)
+    #expect(first.topic == "big/1")
+    #expect(first.payload.isEmpty)
+    #expect(first.discarded == .tooLarge(bytes: 1001))
+    #expect(seen.messages.last?.payload.count == 1000)
+    #expect(seen.messages.last?.discarded == nil)
+    #expect(subscriber.statistics.receivedDiscarded == 1)
+    await publisher.shutdown()
+    await subscriber.shutdown()
+  }
+
+  @Test("the buffer of received messages holds at most incomingBufferBytes of payload")
+  func bufferIsBoundedInBytes() async throws {
+    let broker = try Broker()
+    try broker.start()
+    var config = configuration(broker)
+    config.incomingBufferBytes = 1000
+    let subscriber = try await connectedClient(config)  // nobody iterates `messages` yet
+    try await subscriber.subscribe("flood/#", qos: .atLeastOnce)
+    let publisher = try await connectedClient(configuration(broker))
+    for i in 0..<5 {
+      try await publisher.publish(
+        MQTTMessage(
+          topic: "flood/\(i)", payload: [UInt8](repeating: 1, count: 400), qos: .atLeastOnce))
+    }
+    #expect(await eventually { subscriber.statistics.received == 5 })
+    #expect(subscriber.statistics.incomingBytes == 800)
+    #expect(subscriber.statistics.receivedDiscarded == 3)
+    var kept: [MQTTMessage] = []
+    for await message in subscriber.messages {
+      kept.append(message)
+      if kept.count == 5 { break }
+    }
+    #expect(kept.map(\.payload.count) == [400, 400, 0, 0, 0])
+    #expect(
+      kept.map(\.discarded) == [nil, nil] + Array(repeating: .bufferFull(bytes: 400), count: 3))
+    // Consumed messages give their bytes back: the next one fits again.
+    #expect(subscriber.statistics.incomingBytes == 0)
+    try await publisher.publish(
+      MQTTMessage(topic: "flood/5", payload: [UInt8](repeating: 1, count: 900), qos: .atLeastOnce))
+    var iterator = subscriber.messages.makeAsyncIterator()
+    let next = await iterator.next()
+    #expect(next?.payload.count == 900)
+    await publisher.shutdown()
+    await subscriber.shutdown()
+  }
+
+  @Test("subscribe while the broker is unreachable: a cancelled caller returns at once")
+  func cancelledSubscribeReturns() async throws {
+    let port = try freeLoopbackPort()
+    let client = try MQTTClient(
+      configuration: MQTTClientConfiguration(
+        host: "127.0.0.1", port: port, clientID: "cancel-\(port)", minReconnectDelay: 0.1,
+        maxReconnectDelay: 0.2),
+      logger: quietLogger("cancel"))
+    client.start()
+    let task = Task { () -> MQTTError? in
+      do {
+        try await client.subscribe("a/#")
+        return nil
+      } catch {
+        return error as? MQTTError
+      }
+    }
+    try await Task.sleep(for: .milliseconds(300))
+    let started = ContinuousClock.now
+    task.cancel()
+    let error = await task.value
+    #expect(ContinuousClock.now - started < .milliseconds(500))
+    #expect(error?.code == .cancelled)
+    // A publish that waits for the broker is cancelled the same way.
+    let publish = Task { () -> MQTTError? in
+      do {
+        try await client.publish(MQTTMessage(topic: "a/1", text: "x", qos: .atLeastOnce))
+        return nil
+      } catch {
+        return error as? MQTTError
+      }
+    }
+    try await Task.sleep(for: .milliseconds(100))
+    publish.cancel()
+    #expect(await publish.value?.code == .cancelled)
+    // Shutting down while disconnected does not wait for the broker either.
+    let shutdownStarted = ContinuousClock.now
+    await client.shutdown(timeout: 5)
+    #expect(ContinuousClock.now - shutdownStarted < .seconds(1))
+  }
+}
