@@ -39,6 +39,7 @@ let package = Package(
         "CMosquitto",
         .product(name: "Logging", package: "swift-log"),
         .product(name: "DequeModule", package: "swift-collections"),
+        .product(name: "OrderedCollections", package: "swift-collections"),
       ],
       swiftSettings: strict),
     .target(name: "DBus", dependencies: ["CDBus"], swiftSettings: strict),

@@ -6,7 +6,10 @@ public import Logging
 /// connects in the background and keeps reconnecting with exponential backoff and jitter,
 /// whatever ended the previous connection (network errors, broker restarts, refused
 /// credentials, MQTT 5 CONNACK refusals). After every accepted connection it subscribes again to
-/// every filter and re-publishes every message set with ``setRetainedState(_:)``.
+/// every filter and re-publishes the newest retained message of every topic it published
+/// retained (``setRetainedState(_:)`` or ``publish(_:)``/``enqueue(_:)`` with `retain`; an empty
+/// retained payload clears the topic), so that a broker restarted without persistence gets the
+/// gateway's retained state back.
 ///
 /// Messages published while disconnected wait in a bounded queue
 /// (``MQTTClientConfiguration/offlineQueueCapacity``) with an explicit drop policy; drops are

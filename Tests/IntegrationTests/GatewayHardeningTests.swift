@@ -184,3 +184,51 @@ struct GatewayHardeningTests {
     await client.shutdown()
   }
 }
+
+@Suite(
+  "The gatt2mqtt process: retained state survives a broker that forgot it", .serialized,
+  .enabled(if: Broker.isAvailable, "mosquitto is not installed (apt-get install mosquitto)"))
+struct RetainedStateRestoreTests {
+  @Test(
+    "broker restarted without persistence: adapters, devices, connection, gatt, availability retained again"
+  )
+  func retainedStateAfterBrokerRestart() async throws {
+    let broker = try Broker()  // no persistence: a restart loses every retained message
+    try broker.start()
+    let gateway = try GatewayProcess(
+      broker: broker,
+      extra: [
+        "--radio", "simulated", "--bluetooth.connect.names", "sim-battery,sim-heart-rate",
+      ])
+    let suffixes = ["/connection", "/gatt", "/availability"]
+    let bridge = "gatt2mqtt/bridge/\(gateway.id)"
+    let expected = { @Sendable (topics: Set<String>) -> Bool in
+      topics.contains("\(bridge)/adapters") && topics.contains("\(bridge)/devices")
+        && topics.contains("\(bridge)/state")
+        && suffixes.allSatisfy { suffix in topics.contains { $0.hasSuffix(suffix) } }
+    }
+    let (before, seenBefore) = try await observe(broker, "gatt2mqtt/#")
+    #expect(
+      await eventually(timeout: 10) {
+        expected(Set(seenBefore.messages.filter(\.retain).map(\.topic)))
+          || expected(Set(seenBefore.messages.map(\.topic)))
+      }, "topics: \(Set(seenBefore.messages.map(\.topic)).sorted())")
+    let connections = Set(
+      seenBefore.messages.filter { $0.topic.hasSuffix("/connection") }.map(\.topic))
+    await before.shutdown()
+    broker.stop(signal: SIGKILL)
+    try broker.start()
+    #expect(
+      await eventually(timeout: 15) {
+        gateway.log.components(separatedBy: "MQTT connected").count == 3
+      }, "log: \(gateway.log)")
+    // A newcomer sees only what is retained now: the gateway must have published it again.
+    let (after, seenAfter) = try await observe(broker, "gatt2mqtt/#")
+    #expect(
+      await eventually(timeout: 5) {
+        let retained = Set(seenAfter.messages.filter(\.retain).map(\.topic))
+        return expected(retained) && connections.isSubset(of: retained)
+      }, "retained: \(Set(seenAfter.messages.filter(\.retain).map(\.topic)).sorted())")
+    await after.shutdown()
+  }
+}

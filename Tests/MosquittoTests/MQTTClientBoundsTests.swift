@@ -112,4 +112,33 @@ struct MQTTClientBoundsTests {
     await client.shutdown(timeout: 5)
     #expect(ContinuousClock.now - shutdownStarted < .seconds(1))
   }
+
+  @Test("retained publishes come back after a broker restart; a cleared topic does not")
+  func retainedRestored() async throws {
+    let broker = try Broker()
+    try broker.start()
+    let client = try await connectedClient(configuration(broker))
+    try await client.publish(
+      MQTTMessage(topic: "r/kept", text: "1", qos: .atLeastOnce, retain: true))
+    try await client.publish(
+      MQTTMessage(topic: "r/kept", text: "2", qos: .atLeastOnce, retain: true))
+    try await client.publish(
+      MQTTMessage(topic: "r/gone", text: "x", qos: .atLeastOnce, retain: true))
+    try await client.publish(
+      MQTTMessage(topic: "r/gone", payload: [], qos: .atLeastOnce, retain: true))
+    try await client.publish(MQTTMessage(topic: "r/plain", text: "p", qos: .atLeastOnce))
+    broker.stop(signal: SIGKILL)
+    try broker.start()
+    #expect(await eventually(timeout: 10) { client.statistics.reconnects == 1 })
+    let observer = try await connectedClient(configuration(broker))
+    let seen = Collector(observer)
+    try await observer.subscribe("r/#")
+    #expect(await eventually { seen.messages.count == 1 })
+    try await Task.sleep(for: .milliseconds(300))
+    #expect(seen.messages.map(\.topic) == ["r/kept"])
+    #expect(seen.messages.map(\.text) == ["2"])
+    #expect(seen.messages.first?.retain == true)
+    await observer.shutdown()
+    await client.shutdown()
+  }
 }

@@ -1,5 +1,6 @@
 internal import CMosquitto
 import DequeModule
+import OrderedCollections
 import Foundation
 import Glibc
 import Logging
@@ -130,8 +131,9 @@ final class ClientCore: @unchecked Sendable {
   private var subscribeWaiters: [String: [Waiter]] = [:]
   private var subackFilters: [Int32: String] = [:]
   private var unsubackWaiters: [Int32: Waiter] = [:]
-  private var retained: [String: MQTTMessage] = [:]
-  private var retainedOrder: [String] = []
+  /// The newest retained message of every topic this client published retained, in the order
+  /// the topics first appeared: re-published after every accepted connection.
+  private var retained = OrderedDictionary<String, MQTTMessage>()
   private var records: [CallbackRecord] = []
   private var lastLibraryError: String?
   private var shutdownWaiter: Waiter?
@@ -523,10 +525,20 @@ final class ClientCore: @unchecked Sendable {
     for (filter, qos) in subscriptions.sorted(by: { $0.key < $1.key }) {
       sendSubscribe(filter, qos)
     }
-    for topic in retainedOrder {
-      if let message = retained[topic] { hand(Outgoing(message: message, waiter: nil)) }
-    }
+    // Always, even when the broker reports a present session: state set while disconnected
+    // is only here, and a broker restarted without persistence (mosquitto's default) has lost
+    // the rest. Re-publishing a retained message the broker still holds changes nothing.
+    for message in retained.values { hand(Outgoing(message: message, waiter: nil)) }
     flushPending()
+  }
+
+  /// Keeps `message` as its topic's retained state; an empty retained payload clears it.
+  private func remember(_ message: MQTTMessage) {
+    if message.payload.isEmpty {
+      retained[message.topic] = nil
+    } else {
+      retained[message.topic] = message
+    }
   }
 
   // MARK: commands
@@ -546,6 +558,7 @@ final class ClientCore: @unchecked Sendable {
     }
     switch command {
     case .publish(let message, let waiter):
+      if message.retain { remember(message) }
       enqueue(Outgoing(message: message, waiter: waiter))
       flushPending()
     case .subscribe(let filter, let qos, let waiter):
@@ -566,9 +579,7 @@ final class ClientCore: @unchecked Sendable {
         waiter?.resume()
       }
     case .retain(let message):
-      if retained.updateValue(message, forKey: message.topic) == nil {
-        retainedOrder.append(message.topic)
-      }
+      remember(message)
       // While disconnected, the next connection's resync publishes it.
       if case .connected = phase {
         enqueue(Outgoing(message: message, waiter: nil))
@@ -576,7 +587,6 @@ final class ClientCore: @unchecked Sendable {
       }
     case .forgetRetained(let topic):
       retained[topic] = nil
-      retainedOrder.removeAll { $0 == topic }
     case .stop:
       phase = .stopped
     case .shutdown(let finals, let timeout, let waiter):
