@@ -1,9 +1,9 @@
 internal import CMosquitto
 import DequeModule
-import OrderedCollections
 import Foundation
 import Glibc
 import Logging
+import OrderedCollections
 import Synchronization
 
 /// A waiter for the outcome of one client operation. Resuming it more than once is harmless:
