@@ -49,7 +49,10 @@ struct BlueZCentralTests {
       defer { task.cancel() }
 
       let adapter = try await events.next(where: Self.isAdapter("hci0"))
-      guard case .adapterChanged(let info) = adapter else { return }
+      guard case .adapterChanged(let info) = adapter else {
+        Issue.record("expected adapterChanged, got \(adapter)")
+        return
+      }
       #expect(info.name == "lab-hci0" && info.powered && !info.discovering)
       #expect(info.address?.description == "00:1A:7D:DA:71:10")
       let cached = try await events.next { if case .deviceAppeared = $0 { true } else { false } }
@@ -83,7 +86,10 @@ struct BlueZCentralTests {
       let updated = try await events.next {
         if case .deviceUpdated(let a) = $0 { a.address == address } else { false }
       }
-      guard case .deviceUpdated(let advertisement) = updated else { return }
+      guard case .deviceUpdated(let advertisement) = updated else {
+        Issue.record("expected deviceUpdated, got \(updated)")
+        return
+      }
       #expect(advertisement.rssi == -42)
       #expect(advertisement.manufacturerData == [0x004C: [2, 21]])
 

@@ -232,7 +232,10 @@ struct BlueZGATTModelTests {
       Model.changed(Self.device, BlueZNames.device, ["ServicesResolved": .bool(true)]),
       now: Self.start)
     #expect(resolved.events.count == 1)
-    guard case .servicesResolved(_, let tree) = resolved.events.first else { return }
+    guard case .servicesResolved(_, let tree) = resolved.events.first else {
+      Issue.record("expected servicesResolved, got \(resolved.events)")
+      return
+    }
     #expect(tree.services.map(\.uuid) == [BluetoothUUID(uuid16: 0xFFF0)] && tree.mtu == 185)
   }
 

@@ -74,11 +74,28 @@ struct BridgePlaneTests {
   }
 
   @Test(
-    "Bluetooth verbs answer not_supported until the roles exist",
-    arguments: ["device/connect", "peripheral/start"])
-  func bluetoothVerbs(verb: String) {
+    "without a radio (no handler given), Bluetooth verbs answer not_supported",
+    arguments: ["device/connect", "device/disconnect", "peripheral/start"])
+  func bluetoothVerbsWithoutRadio(verb: String) {
     let response = router.respond(verb: verb, payload: [], health: health)
     #expect(response.errorCode == "not_supported")
+  }
+
+  @Test(
+    "with a radio, device/connect and device/disconnect reach the handler, transaction echoed",
+    arguments: [("device/connect", true), ("device/disconnect", false)])
+  func deviceVerbsReachTheHandler(verb: String, connect: Bool) {
+    let response = router.respond(
+      verb: verb, payload: Array(#"{"device":"AA:BB:CC:DD:EE:FF","transaction":3}"#.utf8),
+      health: health,
+      device: { asked, body in
+        #expect(asked == connect)
+        #expect(body["device"] == "AA:BB:CC:DD:EE:FF")
+        return .success(["queued": true], transaction: nil)
+      })
+    #expect(response.ok)
+    #expect(response.data["queued"] == true)
+    #expect(response.transaction == .integer(3))
   }
 
   @Test("a valid scan request without a scanner answers not_supported, with the transaction")
