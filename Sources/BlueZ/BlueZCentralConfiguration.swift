@@ -10,7 +10,7 @@ public struct BlueZCentralConfiguration: Sendable, Hashable {
   /// (`bluetooth.signal_buffer`, default 8192).
   public var signalBufferSize: Int
   /// The most devices the object model keeps; beyond it the longest-unseen ones that are not
-  /// connected are forgotten (`bluetooth.max_devices`, default 4096).
+  /// connected are forgotten (default 4096; the gateway passes `bluetooth.max_devices`).
   public var maxDevices: Int
   /// How long a BlueZ method call may take (`bluetooth.call_timeout`, default 10 s).
   public var callTimeout: Duration

@@ -113,7 +113,8 @@ public enum GatewayRunner {
       }
       return nil
     case .bluez:
-      return BlueZCentral(configuration: BlueZCentralConfiguration(), logger: logger)
+      return BlueZCentral(
+        configuration: BlueZCentralConfiguration(gateway: configuration), logger: logger)
     case .auto:
       guard systemBusReachable() else {
         logger.warning(
@@ -121,7 +122,8 @@ public enum GatewayRunner {
         )
         return nil
       }
-      return BlueZCentral(configuration: BlueZCentralConfiguration(), logger: logger)
+      return BlueZCentral(
+        configuration: BlueZCentralConfiguration(gateway: configuration), logger: logger)
     }
   }
 

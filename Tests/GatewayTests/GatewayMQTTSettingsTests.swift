@@ -1,3 +1,4 @@
+import BlueZ
 import BridgeCore
 import Gateway
 import Mosquitto
@@ -61,5 +62,25 @@ struct GatewayMQTTSettingsTests {
     let tls = MQTTClientConfiguration(gateway: configuration, topics: topics).tls
     #expect(tls?.caFile == "/ca.pem")
     #expect(tls?.insecure == true)
+  }
+
+  @Test("inbound bounds: the client never keeps more than the largest topic bound")
+  func inboundBounds() {
+    var configuration = GatewayConfiguration()
+    configuration.mqtt.inbound = .init(maxRequestBytes: 4096, bufferBytes: 1 << 20)
+    configuration.peripheral.maxTextBytes = 100
+    var settings = MQTTClientConfiguration(gateway: configuration, topics: topics)
+    #expect(settings.maxIncomingMessageBytes == 4096)
+    #expect(settings.incomingBufferBytes == 1 << 20)
+    configuration.peripheral.maxTextBytes = 1 << 20
+    settings = MQTTClientConfiguration(gateway: configuration, topics: topics)
+    #expect(settings.maxIncomingMessageBytes == (1 << 20) + 1024)
+  }
+
+  @Test("the BlueZ central keeps as many devices as bluetooth.max_devices")
+  func blueZSettings() {
+    var configuration = GatewayConfiguration()
+    configuration.bluetooth.maxDevices = 20_000
+    #expect(BlueZCentralConfiguration(gateway: configuration).maxDevices == 20_000)
   }
 }

@@ -1,0 +1,13 @@
+public import BlueZ
+
+extension BlueZCentralConfiguration {
+  /// The BlueZ central's settings from the gateway's configuration: the object model keeps as
+  /// many devices as the registry (`bluetooth.max_devices`), so that neither forgets a device
+  /// the other still reports. The other settings have no configuration key and keep their
+  /// defaults.
+  ///
+  /// - Parameter configuration: The loaded configuration.
+  public init(gateway configuration: GatewayConfiguration) {
+    self.init(maxDevices: configuration.bluetooth.maxDevices)
+  }
+}
