@@ -61,8 +61,10 @@ public struct BridgeRequestRouter: Sendable {
       return notSupported(verb, transaction: request.transaction)
     default:
       let known = (["health_check"] + Self.bluetoothVerbs.sorted()).joined(separator: ", ")
+      // The verb is the requester's: quote at most 64 characters of it.
+      let quoted = verb.count > 64 ? String(verb.prefix(64)) + "…" : verb
       return .failure(
-        code: "unknown_request", message: "unknown request '\(verb)'; known: \(known)",
+        code: "unknown_request", message: "unknown request '\(quoted)'; known: \(known)",
         transaction: request.transaction)
     }
   }

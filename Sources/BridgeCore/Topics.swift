@@ -70,6 +70,31 @@ public struct Topics: Sendable, Hashable {
     try TopicName("\(bridgePrefix)/response/\(verb)")
   }
 
+  /// `<base>/bridge/<gw>/request/`: what every bridge request topic starts with, including
+  /// those ``parseRequest(_:)`` cannot read (an empty verb or level), which are answered on
+  /// `response/invalid`.
+  public var bridgeRequestPrefix: String { "\(bridgePrefix)/request/" }
+
+  /// The longest verb answered on its own response topic, in bytes.
+  public static let maximumVerbByteCount = 64
+
+  /// Where the answer to a request with `verb` goes: `<base>/bridge/<gw>/response/<verb>`, or
+  /// `<base>/bridge/<gw>/response/invalid` when the verb is empty, has an empty level, is longer
+  /// than ``maximumVerbByteCount`` bytes or makes no valid topic — so that every request is
+  /// answered and no request can make the gateway publish on a topic of its choosing size.
+  ///
+  /// - Parameter verb: The verb of the request being answered.
+  /// - Returns: The response topic.
+  public func bridgeResponse(answering verb: String) -> TopicName {
+    if !verb.isEmpty, verb.utf8.count <= Self.maximumVerbByteCount,
+      !verb.split(separator: "/", omittingEmptySubsequences: false).contains(where: \.isEmpty),
+      let topic = try? bridgeResponse(verb: verb)
+    {
+      return topic
+    }
+    return bridge("response/invalid")
+  }
+
   // MARK: Peripheral plane
 
   /// `<base>/bridge/<gw>/peripheral/text/set`: the text the transfer service serves (inbound).

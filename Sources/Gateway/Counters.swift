@@ -8,4 +8,6 @@ final class Counters: Sendable {
   let requestsRefused = Mutex<UInt64>(0)
   /// MQTT 5 Response Topics not honoured (``ReplyTopicPolicy``).
   let repliesRefused = Mutex<UInt64>(0)
+  /// Publishes per second over the last health interval, for on-demand `health_check`.
+  let publishRate = Mutex<Double>(0)
 }

@@ -190,6 +190,18 @@ public final class GatewayService: Service, Sendable {
   func handle(_ incoming: MQTTMessage) {
     guard let topic = try? TopicName(incoming.topic), let request = topics.parseRequest(topic)
     else {
+      if incoming.topic.hasPrefix(topics.bridgeRequestPrefix) {
+        // A bridge request with an empty verb or level: answered, on response/invalid.
+        let verb = String(incoming.topic.dropFirst(topics.bridgeRequestPrefix.count))
+        var unread = incoming
+        unread.properties.responseTopic = nil  // answered only on the gateway's own topic
+        answer(
+          verb: verb,
+          .failure(
+            code: "unknown_request", message: "not a request topic: empty verb or level",
+            transaction: nil), to: unread)
+        return
+      }
       logger.debug("ignored message", metadata: ["mqtt.topic": "\(incoming.topic)"])
       return
     }
@@ -304,10 +316,10 @@ public final class GatewayService: Service, Sendable {
         metadata: ["mqtt.topic": "\(message.topic)"])
     }
     let payload = response.json.serializedBytes()
-    if let responseTopic = try? topics.bridgeResponse(verb: verb) {
-      client.enqueue(
-        MQTTMessage(topic: responseTopic.rawValue, payload: payload, qos: .atLeastOnce))
-    }
+    client.enqueue(
+      MQTTMessage(
+        topic: topics.bridgeResponse(answering: verb).rawValue, payload: payload,
+        qos: .atLeastOnce))
     // `handle` has removed a Response Topic the policy does not honour.
     if let replyTo = message.properties.responseTopic, (try? TopicName(replyTo)) != nil {
       client.enqueue(
@@ -346,6 +358,7 @@ public final class GatewayService: Service, Sendable {
         Double((now - lastTime).components.seconds)
         + Double((now - lastTime).components.attoseconds) / 1e18
       report.publishRate = elapsed > 0 ? Double(report.published - lastPublished) / elapsed : 0
+      counters.publishRate.withLock { [rate = report.publishRate] in $0 = rate }
       lastPublished = report.published
       lastTime = now
       client.enqueue(
@@ -366,6 +379,7 @@ public final class GatewayService: Service, Sendable {
       dropped: stats.dropped, reconnects: stats.reconnects,
       connectionFailures: stats.connectionFailures,
       requestErrors: counters.requestErrors.withLock { $0 })
+    report.publishRate = counters.publishRate.withLock { $0 }
     report.receivedDropped = stats.receivedDropped
     report.receivedDiscarded = stats.receivedDiscarded
     report.requestsRefused = counters.requestsRefused.withLock { $0 }

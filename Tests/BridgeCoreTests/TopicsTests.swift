@@ -159,4 +159,23 @@ struct TopicsTests {
     #expect(topics.bridgeRequestFilter.matches(try topics.bridgeRequest(verb: "device/connect")))
     #expect(!topics.bridgeRequestFilter.matches(try topics.bridgeResponse(verb: "scan")))
   }
+
+  @Test(
+    "every request is answered: verbs that make no good topic are answered on response/invalid",
+    arguments: [
+      ("health_check", "gatt2mqtt/bridge/pi/response/health_check"),
+      ("device/connect", "gatt2mqtt/bridge/pi/response/device/connect"),
+      ("", "gatt2mqtt/bridge/pi/response/invalid"),
+      ("health_check/", "gatt2mqtt/bridge/pi/response/invalid"),
+      ("a//b", "gatt2mqtt/bridge/pi/response/invalid"),
+      (String(repeating: "v", count: 65), "gatt2mqtt/bridge/pi/response/invalid"),
+      (
+        String(repeating: "v", count: 64),
+        "gatt2mqtt/bridge/pi/response/" + String(repeating: "v", count: 64)
+      ),
+    ])
+  func responseTopicForAnyVerb(verb: String, expected: String) throws {
+    let topics = try Topics(gateway: GatewayID("pi"))
+    #expect(topics.bridgeResponse(answering: verb).rawValue == expected)
+  }
 }

@@ -131,6 +131,37 @@ struct GatewayHardeningTests {
     await client.shutdown()
   }
 
+  @Test(
+    "odd verbs are answered on response/invalid, briefly; health_check reports the publish rate")
+  func oddVerbsAnswered() async throws {
+    let broker = try Broker()
+    try broker.start()
+    let gateway = try GatewayProcess(broker: broker)
+    let (client, seen) = try await observe(broker, "gatt2mqtt/bridge/\(gateway.id)/response/#")
+    #expect(await eventually { gateway.log.contains("subscribed to bridge requests") })
+    let request = "gatt2mqtt/bridge/\(gateway.id)/request/"
+    let long = String(repeating: "v", count: 60_000)
+    for verb in ["", "health_check/", long] {
+      try await client.publish(MQTTMessage(topic: request + verb, text: "{}", qos: .atLeastOnce))
+    }
+    let invalid = "gatt2mqtt/bridge/\(gateway.id)/response/invalid"
+    #expect(await eventually { seen.messages.filter { $0.topic == invalid }.count == 3 })
+    #expect(seen.messages.allSatisfy { $0.payload.count < 1024 })
+    #expect(
+      seen.messages.allSatisfy {
+        (try? JSONValue.parse($0.payload))?["error"]?.stringValue == "unknown_request"
+      })
+    // After a health interval (0.5 s here) the on-demand report has the rate too.
+    try await Task.sleep(for: .milliseconds(1200))
+    try await client.publish(
+      MQTTMessage(topic: request + "health_check", text: "{}", qos: .atLeastOnce))
+    let own = "gatt2mqtt/bridge/\(gateway.id)/response/health_check"
+    #expect(await eventually { seen.messages.contains { $0.topic == own } })
+    let health = try JSONValue.parse(try #require(seen.messages.first { $0.topic == own }).payload)
+    #expect((health["data"]?["rates"]?["publishes_per_s"]?.doubleValue ?? 0) > 0)
+    await client.shutdown()
+  }
+
   @Test("a JSON key with a newline and ESC is logged escaped: no forged log line")
   func logInjection() async throws {
     let broker = try Broker()
