@@ -58,9 +58,12 @@ public struct DeviceRecord: Sendable, Hashable {
   /// `name` and `rssi` are left out when unknown, `name_hex` added as in
   /// ``Advertisement/json(gateway:time:)``, `last_seen` in milliseconds since the Unix epoch.
   ///
-  /// - Parameter owner: The gateway that owns the device (this one).
+  /// - Parameters:
+  ///   - owner: The gateway that owns the device (this one).
+  ///   - wallClockOffset: Seconds to add to the bridge's (monotonic) time to get wall time
+  ///     (see ``DiscoveryBridge/wallClockOffset``).
   /// - Returns: The JSON value.
-  public func json(owner: GatewayID) -> JSONValue {
+  public func json(owner: GatewayID, wallClockOffset: Double = 0) -> JSONValue {
     var object: JSONObject = [
       "id": .string(id.rawValue), "address": .string(address.description),
       "addr_type": .string(addressType.rawValue),
@@ -75,7 +78,7 @@ public struct DeviceRecord: Sendable, Hashable {
     object["connection"] = .string(connection.rawValue)
     object["availability"] = .string(online ? "online" : "offline")
     object["owner"] = .string(owner.rawValue)
-    object["last_seen"] = .integer(Timestamps.milliseconds(lastSeen))
+    object["last_seen"] = .integer(Timestamps.milliseconds(lastSeen + wallClockOffset))
     return .object(object)
   }
 }

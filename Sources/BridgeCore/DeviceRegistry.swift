@@ -188,10 +188,12 @@ public struct DeviceRegistry: Sendable {
   /// The payload of `<base>/bridge/<gw>/devices`: an array of ``DeviceRecord/json(owner:)``
   /// sorted by id.
   ///
-  /// - Parameter owner: This gateway.
+  /// - Parameters:
+  ///   - owner: This gateway.
+  ///   - wallClockOffset: Seconds to add to the registry's (monotonic) times to get wall time.
   /// - Returns: The JSON value.
-  public func json(owner: GatewayID) -> JSONValue {
-    .array(records.map { $0.json(owner: owner) })
+  public func json(owner: GatewayID, wallClockOffset: Double = 0) -> JSONValue {
+    .array(records.map { $0.json(owner: owner, wallClockOffset: wallClockOffset) })
   }
 
   /// The address of the device seen longest ago that is not connected (ties: lowest address).

@@ -95,6 +95,15 @@ public struct DiscoveryBridge: Sendable {
   public private(set) var counters = Counters()
   /// The fewest seconds between two devices-list publications.
   public let devicesInterval: Double
+  /// Seconds to add to the `now` this bridge is given to get wall-clock time, for the
+  /// timestamps in payloads (`ts`, `last_seen`).
+  ///
+  /// Every timer (offline, forget, presence, rate limits, the devices-list interval) runs on
+  /// the `now` of ``handle(_:now:)`` and ``tick(now:)``, which the gateway takes from a
+  /// monotonic clock so that a wall-clock jump (NTP setting the time of a Raspberry Pi without
+  /// a real-time clock) fires no timer; the gateway refreshes this offset on every tick. With
+  /// the default 0, `now` is wall time.
+  public var wallClockOffset: Double = 0
 
   private var devicesChanged = true
   private var devicesPublished: Double?
@@ -237,7 +246,9 @@ public struct DiscoveryBridge: Sendable {
 
   /// The retained devices list as it is now.
   public func devicesListOutput() -> BridgeOutput {
-    .publish(topics.bridgeDevices, registry.json(owner: topics.gateway), retain: true)
+    .publish(
+      topics.bridgeDevices, registry.json(owner: topics.gateway, wallClockOffset: wallClockOffset),
+      retain: true)
   }
 
   private mutating func observe(_ advertisement: Advertisement, now: Double) -> [BridgeOutput] {
@@ -274,7 +285,8 @@ public struct DiscoveryBridge: Sendable {
       counters.published += 1
       outputs.append(
         .publish(
-          topics.advertisement(record.id), advertisement.json(gateway: topics.gateway, time: now),
+          topics.advertisement(record.id),
+          advertisement.json(gateway: topics.gateway, time: now + wallClockOffset),
           retain: false))
     }
     outputs += presenceOutputs(
@@ -287,7 +299,9 @@ public struct DiscoveryBridge: Sendable {
   ) -> [BridgeOutput] {
     guard let reading, let record = registry[address] else { return [] }
     return [
-      .publish(topics.presence(record.id), reading.json(gateway: topics.gateway), retain: true)
+      .publish(
+        topics.presence(record.id),
+        reading.json(gateway: topics.gateway, wallClockOffset: wallClockOffset), retain: true)
     ]
   }
 

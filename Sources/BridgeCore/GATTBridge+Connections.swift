@@ -249,7 +249,9 @@ extension GATTBridge {
 
   /// The retained connection-state publication of a link.
   func connectionOutput(_ link: Link) -> GATTOutput {
-    .publish(topics.connection(link.id), link.json(gateway: topics.gateway), retain: true)
+    .publish(
+      topics.connection(link.id),
+      link.json(gateway: topics.gateway, wallClockOffset: wallClockOffset), retain: true)
   }
 
   /// A bridge event.

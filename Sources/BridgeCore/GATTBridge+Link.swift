@@ -33,10 +33,10 @@ extension GATTBridge {
     var wants: Bool { request ?? selected }
 
     /// The retained `<dev>/connection` payload.
-    func json(gateway: GatewayID) -> JSONValue {
+    func json(gateway: GatewayID, wallClockOffset: Double) -> JSONValue {
       var object: JSONObject = [
         "state": .string(state.rawValue), "owner": .string(gateway.rawValue),
-        "since": .integer(Timestamps.milliseconds(since)),
+        "since": .integer(Timestamps.milliseconds(since + wallClockOffset)),
       ]
       if state.isConnected, let mtu = tree?.mtu { object["mtu"] = .integer(Int64(mtu)) }
       if state == .failed || state == .connecting, attempts > 0 {

@@ -212,7 +212,8 @@ extension GATTBridge {
     let payload: [UInt8]
     do {
       payload = try format.encode(
-        value, characteristic: id.characteristic, timestamp: Timestamps.milliseconds(now),
+        value, characteristic: id.characteristic,
+        timestamp: Timestamps.milliseconds(now + wallClockOffset),
         gateway: topics.gateway)
     } catch {
       return result(

@@ -146,6 +146,10 @@ public struct GATTBridge: Sendable {
   public let configuration: Configuration
   /// The counters.
   public internal(set) var counters = Counters()
+  /// Seconds to add to the `now` this bridge is given to get wall-clock time, for the
+  /// timestamps in payloads (value `ts`, connection `since`); timers (timeouts, retries) use
+  /// `now` alone. See ``DiscoveryBridge/wallClockOffset``.
+  public var wallClockOffset: Double = 0
 
   var links: [BluetoothAddress: Link] = [:]
   var linkByID: [DeviceID: BluetoothAddress] = [:]

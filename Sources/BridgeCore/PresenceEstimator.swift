@@ -71,13 +71,16 @@ public struct PresenceEstimator: Sendable {
     /// to 0.1 dB and left out when there are no recent samples, `last_seen` in milliseconds
     /// since the Unix epoch.
     ///
-    /// - Parameter gateway: This gateway.
+    /// - Parameters:
+    ///   - gateway: This gateway.
+    ///   - wallClockOffset: Seconds to add to the bridge's (monotonic) time to get wall time
+    ///     (see ``DiscoveryBridge/wallClockOffset``).
     /// - Returns: The JSON value.
-    public func json(gateway: GatewayID) -> JSONValue {
+    public func json(gateway: GatewayID, wallClockOffset: Double = 0) -> JSONValue {
       var object: JSONObject = ["state": .string(state.rawValue)]
       if let rssi { object["rssi"] = .number((rssi * 10).rounded() / 10) }
       object["gw"] = .string(gateway.rawValue)
-      object["last_seen"] = .integer(Timestamps.milliseconds(lastSeen))
+      object["last_seen"] = .integer(Timestamps.milliseconds(lastSeen + wallClockOffset))
       return .object(object)
     }
   }

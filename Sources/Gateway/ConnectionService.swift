@@ -7,19 +7,15 @@ import Synchronization
 /// Runs the connection half of the bridge (rows C4–C10): central events and device-plane
 /// requests in; MQTT publications, connections and GATT operations out.
 ///
-/// The pure ``GATTBridge`` decides everything. Its outputs are carried out **in order** by one
-/// loop: publications go to the MQTT client at once; connections, disconnections and GATT
-/// operations each run in a child task, so a slow device never holds up the others, and their
-/// outcomes are fed back to the bridge. The bridge hands out one operation per characteristic
-/// at a time, so operations on one characteristic never overlap.
+/// The pure ``GATTBridge`` decides everything; a ``BridgeDriver`` feeds it and carries out its
+/// outputs in order: publications go to the MQTT client at once; connections, disconnections
+/// and GATT operations each run in a child task, so a slow device never holds up the others or
+/// the publications, and their outcomes are fed back to the bridge. The bridge hands out one
+/// operation per characteristic at a time, so operations on one characteristic never overlap.
 public final class ConnectionService: Sendable {
   private let central: any GATTCentral
-  private let bridge: Mutex<GATTBridge>
-  private let client: MQTTClient
-  private let qos: MQTTQoS
+  private let driver: BridgeDriver<GATTBridge>
   private let logger: Logger
-  private let outputs: AsyncStream<[GATTOutput]>
-  private let outputSink: AsyncStream<[GATTOutput]>.Continuation
 
   /// Creates the service.
   ///
@@ -28,33 +24,31 @@ public final class ConnectionService: Sendable {
   ///   - bridge: The configured bridge logic.
   ///   - client: Where publications go.
   ///   - qos: QoS of non-retained publications.
+  ///   - clock: The clock the bridge runs on.
   ///   - logger: Where connection and operation failures are logged.
   public init(
     central: any GATTCentral, bridge: GATTBridge, client: MQTTClient, qos: MQTTQoS,
-    logger: Logger
+    clock: BridgeClock = .system, logger: Logger
   ) {
     self.central = central
-    self.bridge = Mutex(bridge)
-    self.client = client
-    self.qos = qos
     self.logger = logger
-    // Unbounded on purpose: batches are produced at the pace of central events (bounded by the
-    // central) and MQTT requests (bounded by the client's inbound queue and the bridge's
-    // per-characteristic queue limit); dropping one would break the ordering guarantees.
-    (outputs, outputSink) = AsyncStream.makeStream(of: [GATTOutput].self)
+    driver = BridgeDriver(bridge: bridge, clock: clock, client: client, qos: qos, logger: logger)
   }
 
   /// Runs until the task is cancelled.
   public func run() async {
-    await withDiscardingTaskGroup { group in
-      group.addTask { await self.consumeEvents() }
-      group.addTask { await self.tick() }
-      for await batch in outputs {
-        for output in batch { forward(output, in: &group) }
-        if Task.isCancelled { break }
+    await withTaskGroup(of: Void.self) { group in
+      group.addTask { await self.driver.runCommands(.concurrent) { await self.perform($0) } }
+      group.addTask {
+        await self.driver.consume(self.central.events()) { bridge, event, now in
+          bridge.handle(event, now: now)
+        }
       }
+      group.addTask { await self.driver.runTicks(every: .seconds(1)) }
+      await group.next()
       group.cancelAll()
     }
+    driver.finish()
   }
 
   /// Tears every link down in order (notifications off, then disconnect) and waits until all
@@ -62,13 +56,12 @@ public final class ConnectionService: Sendable {
   ///
   /// - Parameter timeout: The most seconds to wait.
   public func shutdown(timeout: Double = 5) async {
-    let now = Date().timeIntervalSince1970
-    feed { $0.shutdown(now: now) }
+    driver.feed { bridge, now in bridge.shutdown(now: now) }
     let deadline = ContinuousClock.now + .seconds(timeout)
-    while ContinuousClock.now < deadline, !bridge.withLock({ $0.isIdle }) {
+    while ContinuousClock.now < deadline, !driver.read({ $0.isIdle }) {
       try? await Task.sleep(for: .milliseconds(50))
     }
-    let left = bridge.withLock { $0.connectedAddresses }
+    let left = driver.read { $0.connectedAddresses }
     for address in left {
       logger.warning("forcing a disconnect at shutdown", metadata: ["ble.address": "\(address)"])
       try? await central.disconnect(address)
@@ -84,8 +77,9 @@ public final class ConnectionService: Sendable {
     let reply = message.properties.responseTopic.map {
       ReplyAddress(topic: $0, correlationData: message.properties.correlationData)
     }
-    let now = Date().timeIntervalSince1970
-    feed { $0.request(request, payload: message.payload, reply: reply, now: now) }
+    driver.feed { bridge, now in
+      bridge.request(request, payload: message.payload, reply: reply, now: now)
+    }
   }
 
   /// Refuses a device-plane request that cannot be served (see
@@ -100,7 +94,7 @@ public final class ConnectionService: Sendable {
     let reply = message.properties.responseTopic.map {
       ReplyAddress(topic: $0, correlationData: message.properties.correlationData)
     }
-    feed { $0.refuse(request, code: code, message: text, reply: reply) }
+    driver.feed { bridge, _ in bridge.refuse(request, code: code, message: text, reply: reply) }
   }
 
   /// Answers `device/connect` and `device/disconnect` bridge requests.
@@ -110,78 +104,39 @@ public final class ConnectionService: Sendable {
   ///   - body: The request's JSON object.
   /// - Returns: The response.
   public func deviceRequest(connect: Bool, body: JSONObject) -> BridgeResponse {
-    let now = Date().timeIntervalSince1970
-    let (produced, response) = bridge.withLock {
-      $0.deviceRequest(connect: connect, body: body, now: now)
-    }
-    if !produced.isEmpty { outputSink.yield(produced) }
-    return response
+    driver.feed { bridge, now in bridge.deviceRequest(connect: connect, body: body, now: now) }
   }
 
   /// Connection figures for the health message.
-  public var healthJSON: JSONObject { bridge.withLock { $0.healthJSON } }
-
-  private func feed(_ step: (inout GATTBridge) -> [GATTOutput]) {
-    let produced = bridge.withLock { step(&$0) }
-    if !produced.isEmpty { outputSink.yield(produced) }
+  public var healthJSON: JSONObject {
+    var json = driver.read { $0.healthJSON }
+    json["radio_commands_waiting"] = .integer(Int64(driver.waitingCommands))
+    json["radio_commands_dropped"] = .integer(Int64(clamping: driver.droppedCommands))
+    return json
   }
 
-  private func consumeEvents() async {
-    let events = central.events()
-    for await event in events {
-      if Task.isCancelled { return }
-      let now = Date().timeIntervalSince1970
-      feed { $0.handle(event, now: now) }
-    }
-  }
-
-  private func tick() async {
-    while !Task.isCancelled {
-      try? await Task.sleep(for: .seconds(1))
-      let now = Date().timeIntervalSince1970
-      feed { $0.tick(now: now) }
-    }
-  }
-
-  private func forward(_ output: GATTOutput, in group: inout DiscardingTaskGroup) {
-    switch output {
-    case .publish(let topic, let payload, let retain):
-      client.enqueue(
-        MQTTMessage(
-          topic: topic.rawValue, payload: payload, qos: retain ? .atLeastOnce : qos,
-          retain: retain))
-    case .reply(let address, let payload):
-      guard (try? TopicName(address.topic)) != nil else { return }
-      client.enqueue(
-        MQTTMessage(
-          topic: address.topic, payload: payload, qos: .atLeastOnce,
-          properties: MQTTPublishProperties(correlationData: address.correlationData)))
+  private func perform(_ command: GATTOutput) async {
+    switch command {
+    case .publish, .reply: break  // never a command (see `action(for:qos:)`)
     case .connect(let address, let timeout):
       logger.info("connecting", metadata: ["ble.address": "\(address)"])
-      group.addTask {
-        var failure: CentralError?
-        do throws(CentralError) {
-          try await self.central.connect(address, timeout: timeout)
-        } catch {
-          failure = error
-          self.logger.warning(
-            "connection failed: \(error)", metadata: ["ble.address": "\(address)"])
-        }
-        let now = Date().timeIntervalSince1970
-        self.feed { $0.connectFinished(address, error: failure, now: now) }
+      var failure: CentralError?
+      do throws(CentralError) {
+        try await central.connect(address, timeout: timeout)
+      } catch {
+        failure = error
+        logger.warning("connection failed: \(error)", metadata: ["ble.address": "\(address)"])
       }
+      driver.feed { bridge, now in bridge.connectFinished(address, error: failure, now: now) }
     case .disconnect(let address):
       logger.info("disconnecting", metadata: ["ble.address": "\(address)"])
-      group.addTask {
-        do {
-          try await self.central.disconnect(address)
-        } catch {
-          self.logger.warning(
-            "disconnect failed: \(error)", metadata: ["ble.address": "\(address)"])
-        }
+      do {
+        try await central.disconnect(address)
+      } catch {
+        logger.warning("disconnect failed: \(error)", metadata: ["ble.address": "\(address)"])
       }
     case .execute(let operation):
-      group.addTask { await self.execute(operation) }
+      await execute(operation)
     }
   }
 
@@ -206,7 +161,35 @@ public final class ConnectionService: Sendable {
         metadata: ["ble.characteristic": "\(id)"])
       result = .failure(error)
     }
-    let now = Date().timeIntervalSince1970
-    feed { $0.operationFinished(operation.id, result: result, now: now) }
+    driver.feed { bridge, now in bridge.operationFinished(operation.id, result: result, now: now) }
+  }
+}
+
+extension GATTBridge: DrivenBridge {
+  typealias Command = GATTOutput
+
+  static func action(for output: GATTOutput, qos: MQTTQoS) -> DriverAction<GATTOutput> {
+    switch output {
+    case .publish(let topic, let payload, let retain):
+      return .publish(
+        MQTTMessage(
+          topic: topic.rawValue, payload: payload, qos: retain ? .atLeastOnce : qos,
+          retain: retain))
+    case .reply(let address, let payload):
+      // The reply topic was checked against `ReplyTopicPolicy`; one that is not a valid topic
+      // name cannot be published.
+      guard (try? TopicName(address.topic)) != nil else { return .none }
+      return .publish(
+        MQTTMessage(
+          topic: address.topic, payload: payload, qos: .atLeastOnce,
+          properties: MQTTPublishProperties(correlationData: address.correlationData)))
+    case .connect, .disconnect, .execute:
+      return .command(output)
+    }
+  }
+
+  mutating func tick(now: Double, wallClockOffset: Double) -> [GATTOutput] {
+    self.wallClockOffset = wallClockOffset
+    return tick(now: now)
   }
 }

@@ -7,22 +7,19 @@ import Synchronization
 /// Runs the discovery half of the bridge (rows C1, C2, C3, C11): BLE central events in,
 /// MQTT publications and discovery commands out.
 ///
-/// The pure ``DiscoveryBridge`` decides everything; this service feeds it the central's events
-/// and a one-second tick, and carries its outputs out **in order** through one queue: MQTT
-/// publishes go to the client, discovery start/stop go to the central (a failed start is fed
-/// back to the bridge, which reports it).
+/// The pure ``DiscoveryBridge`` decides everything; a ``BridgeDriver`` feeds it the central's
+/// events and a one-second tick, hands its publications to the MQTT client at once and its
+/// discovery start/stop commands, in order, to a worker that calls the central (a failed start
+/// is fed back to the bridge, which reports it, and retried): a slow `StartDiscovery` never
+/// holds back an advertisement.
 public final class DiscoveryService: Sendable {
   private let central: any BLECentral
-  private let bridge: Mutex<DiscoveryBridge>
-  private let client: MQTTClient
-  private let qos: MQTTQoS
+  private let driver: BridgeDriver<DiscoveryBridge>
   private let logger: Logger
-  private let outputs: AsyncStream<[BridgeOutput]>
   /// Discovery starts to try again (adapter → filter, when, attempts so far): bluetoothd answers
   /// `InProgress` for a while after it (re)starts, and a refused start must not stop scanning
-  /// for good.
+  /// for good. Times are the driver's monotonic clock.
   private let retries = Mutex<[String: (filter: DiscoveryFilter, at: Double, attempts: Int)]>([:])
-  private let outputSink: AsyncStream<[BridgeOutput]>.Continuation
 
   /// Creates the service.
   /// - Parameters:
@@ -30,116 +27,85 @@ public final class DiscoveryService: Sendable {
   ///   - bridge: the configured bridge logic.
   ///   - client: where publications go.
   ///   - qos: QoS of the publications.
+  ///   - clock: the clock the bridge runs on.
   ///   - logger: where discovery failures are logged.
   public init(
     central: any BLECentral, bridge: DiscoveryBridge, client: MQTTClient, qos: MQTTQoS,
-    logger: Logger
+    clock: BridgeClock = .system, logger: Logger
   ) {
     self.central = central
-    self.bridge = Mutex(bridge)
-    self.client = client
-    self.qos = qos
     self.logger = logger
-    // Unbounded on purpose: batches are small and produced at the pace of central events,
-    // which BLECentral already bounds; dropping one would lose ordering guarantees.
-    (outputs, outputSink) = AsyncStream.makeStream(of: [BridgeOutput].self)
+    driver = BridgeDriver(bridge: bridge, clock: clock, client: client, qos: qos, logger: logger)
   }
 
   /// Runs until the task is cancelled.
   public func run() async {
     await withTaskGroup(of: Void.self) { group in
-      group.addTask { await self.forwardOutputs() }
+      group.addTask { await self.driver.runCommands(.serial) { await self.perform($0) } }
       group.addTask { await self.consumeEvents() }
-      group.addTask { await self.tick() }
+      group.addTask {
+        await self.driver.runTicks(every: .seconds(1)) { self.startDueRetries() }
+      }
       await group.next()
       group.cancelAll()
     }
-    outputSink.finish()
+    driver.finish()
   }
 
   /// Answers a `scan` bridge request (start/stop/filter).
   public func scan(_ command: ScanCommand) -> BridgeResponse {
-    let (produced, response) = bridge.withLock { $0.apply(command) }
-    outputSink.yield(produced)
-    return response
+    driver.feed { bridge, _ in bridge.apply(command) }
   }
 
   /// Discovery figures for the health message.
-  public var healthJSON: JSONObject { bridge.withLock { $0.healthJSON } }
+  public var healthJSON: JSONObject { driver.read { $0.healthJSON } }
 
   private func consumeEvents() async {
     // Subscribe before taking the snapshot, so nothing falls between the two.
     let events = central.events()
     do {
       for adapter in try await central.adapters() {
-        feed(.adapterChanged(adapter))
+        driver.feed { bridge, now in bridge.handle(.adapterChanged(adapter), now: now) }
       }
     } catch {
       logger.warning("Bluetooth adapters unavailable: \(error)")
     }
-    for await event in events {
-      if Task.isCancelled { return }
-      feed(event)
-    }
+    await driver.consume(events) { bridge, event, now in bridge.handle(event, now: now) }
   }
 
-  private func feed(_ event: CentralEvent) {
-    let now = Date().timeIntervalSince1970
-    let produced = bridge.withLock { $0.handle(event, now: now) }
-    if !produced.isEmpty { outputSink.yield(produced) }
-  }
-
-  private func tick() async {
-    while !Task.isCancelled {
-      let now = Date().timeIntervalSince1970
-      var produced = bridge.withLock { $0.tick(now: now) }
-      produced += dueRetries(now: now)
-      if !produced.isEmpty { outputSink.yield(produced) }
-      try? await Task.sleep(for: .seconds(1))
-    }
-  }
-
-  /// The discovery starts whose retry time has come, for adapters that should still scan.
-  private func dueRetries(now: Double) -> [BridgeOutput] {
+  /// Queues the discovery starts whose retry time has come, for adapters that should still
+  /// scan.
+  private func startDueRetries() {
+    let now = driver.clock.now()
     let due = retries.withLock { retries in
       let ready = retries.filter { $0.value.at <= now }
       for adapter in ready.keys { retries[adapter]?.at = .infinity }
       return ready
     }
-    return due.compactMap { adapter, retry in
-      guard bridge.withLock({ $0.adapters.shouldDiscover(adapter) }) else {
+    for (adapter, retry) in due.sorted(by: { $0.key < $1.key }) {
+      guard driver.read({ $0.adapters.shouldDiscover(adapter) }) else {
         retries.withLock { $0[adapter] = nil }
-        return nil
+        continue
       }
-      return .startDiscovery(adapter: adapter, filter: retry.filter)
+      driver.enqueue(.startDiscovery(adapter: adapter, filter: retry.filter))
     }
   }
 
-  private func forwardOutputs() async {
-    for await batch in outputs {
-      for output in batch { await forward(output) }
-      if Task.isCancelled { return }
-    }
-  }
-
-  private func forward(_ output: BridgeOutput) async {
-    switch output {
-    case .publish(let topic, let payload, let retain):
-      client.enqueue(
-        MQTTMessage(
-          topic: topic.rawValue, payload: payload, qos: retain ? .atLeastOnce : qos,
-          retain: retain))
+  private func perform(_ command: BridgeOutput) async {
+    switch command {
+    case .publish: break  // never a command (see `action(for:qos:)`)
     case .startDiscovery(let adapter, let filter):
       do {
         try await central.startDiscovery(adapter: adapter, filter: filter)
         retries.withLock { $0[adapter] = nil }
         logger.info("discovery started", metadata: ["ble.adapter": "\(adapter)"])
       } catch {
+        let now = driver.clock.now()
         let attempts = retries.withLock { retries in
           let attempts = (retries[adapter]?.attempts ?? 0) + 1
           // 1 s, 2 s, 4 s … up to 30 s between attempts.
           let delay = min(30, Double(1 << min(attempts - 1, 5)))
-          retries[adapter] = (filter, Date().timeIntervalSince1970 + delay, attempts)
+          retries[adapter] = (filter, now + delay, attempts)
           return attempts
         }
         logger.error(
@@ -147,8 +113,7 @@ public final class DiscoveryService: Sendable {
           metadata: ["ble.adapter": "\(adapter)"])
         // Reported once per failure streak, not on every retry.
         if attempts == 1 {
-          let produced = bridge.withLock { $0.discoveryFailed(adapter: adapter, error: error) }
-          for output in produced { await forward(output) }
+          driver.feed { bridge, _ in bridge.discoveryFailed(adapter: adapter, error: error) }
         }
       }
     case .stopDiscovery(let adapter):
@@ -158,5 +123,23 @@ public final class DiscoveryService: Sendable {
         logger.debug("discovery stop failed: \(error)", metadata: ["ble.adapter": "\(adapter)"])
       }
     }
+  }
+}
+
+extension DiscoveryBridge: DrivenBridge {
+  typealias Command = BridgeOutput
+
+  static func action(for output: BridgeOutput, qos: MQTTQoS) -> DriverAction<BridgeOutput> {
+    guard case .publish(let topic, let payload, let retain) = output else {
+      return .command(output)
+    }
+    return .publish(
+      MQTTMessage(
+        topic: topic.rawValue, payload: payload, qos: retain ? .atLeastOnce : qos, retain: retain))
+  }
+
+  mutating func tick(now: Double, wallClockOffset: Double) -> [BridgeOutput] {
+    self.wallClockOffset = wallClockOffset
+    return tick(now: now)
   }
 }

@@ -59,6 +59,8 @@ public final class GatewayService: Service, Sendable {
     } catch {
       throw GatewayError("MQTT settings: \(error.message)")
     }
+    // One clock for every bridge: monotonic timers, wall-clock timestamps.
+    let clock = BridgeClock.system
     // Subscribed now, before the central runs, so no watchdog step is missed.
     watchdogEvents = (central as? BlueZCentral)?.watchdogEvents()
     if let central {
@@ -67,7 +69,7 @@ public final class GatewayService: Service, Sendable {
         bridge: DiscoveryBridge(
           topics: topics, configuration: configuration.discoveryBridgeConfiguration),
         client: client, qos: MQTTQoS(rawValue: configuration.mqtt.qos) ?? .atLeastOnce,
-        logger: logger)
+        clock: clock, logger: logger)
     } else {
       discovery = nil
     }
@@ -76,7 +78,7 @@ public final class GatewayService: Service, Sendable {
         central: central,
         bridge: GATTBridge(topics: topics, configuration: configuration.gattBridgeConfiguration),
         client: client, qos: MQTTQoS(rawValue: configuration.mqtt.qos) ?? .atLeastOnce,
-        logger: logger)
+        clock: clock, logger: logger)
     } else {
       connections = nil
     }
@@ -95,7 +97,7 @@ public final class GatewayService: Service, Sendable {
         bridge: PeripheralBridge(
           topics: topics, service: definition, maxTextBytes: p.maxTextBytes),
         definition: definition, startAtLaunch: p.enabled, chunkInterval: p.chunkInterval,
-        client: client, logger: logger)
+        client: client, clock: clock, logger: logger)
     } else {
       peripheralRole = nil
     }

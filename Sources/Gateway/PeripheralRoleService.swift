@@ -7,22 +7,20 @@ import Synchronization
 /// Runs the peripheral role (rows P1–P6): texts from MQTT and the peripheral's events in;
 /// paced notifications, the retained state and events out.
 ///
-/// The pure ``PeripheralBridge`` decides what to send; this service's sender hands one
-/// notification at a time to the ``BLEPeripheral`` and waits
-/// `peripheral.chunk_interval` seconds before the next (BlueZ gives no back-pressure on
+/// The pure ``PeripheralBridge`` decides what to send; a ``BridgeDriver`` feeds it and carries
+/// out its outputs (publications at once, read-value updates in order off the publishing
+/// path). This service's sender hands one notification at a time to the ``BLEPeripheral`` and
+/// waits `peripheral.chunk_interval` seconds before the next (BlueZ gives no back-pressure on
 /// notifications), so chunks are never dropped, reordered or duplicated by us.
 public final class PeripheralRoleService: Sendable {
   private let peripheral: any BLEPeripheral
-  private let bridge: Mutex<PeripheralBridge>
+  private let driver: BridgeDriver<PeripheralBridge>
   private let definition: PeripheralService
-  private let client: MQTTClient
   private let logger: Logger
   private let interval: Double
   private let startAtLaunch: Bool
   private let wake: AsyncStream<Void>
   private let wakeSink: AsyncStream<Void>.Continuation
-  private let outputs: AsyncStream<[PeripheralBridge.Output]>
-  private let outputSink: AsyncStream<[PeripheralBridge.Output]>.Continuation
 
   /// Creates the service.
   ///
@@ -33,33 +31,33 @@ public final class PeripheralRoleService: Sendable {
   ///   - startAtLaunch: Whether to start advertising at once (`peripheral.enabled`).
   ///   - chunkInterval: Seconds between two notifications.
   ///   - client: Where publications go.
+  ///   - clock: The clock the bridge runs on.
   ///   - logger: Where failures are logged.
   public init(
     peripheral: any BLEPeripheral, bridge: PeripheralBridge, definition: PeripheralService,
-    startAtLaunch: Bool, chunkInterval: Double, client: MQTTClient, logger: Logger
+    startAtLaunch: Bool, chunkInterval: Double, client: MQTTClient, clock: BridgeClock = .system,
+    logger: Logger
   ) {
     self.peripheral = peripheral
-    self.bridge = Mutex(bridge)
+    driver = BridgeDriver(
+      bridge: bridge, clock: clock, client: client, qos: .atLeastOnce, logger: logger)
     self.definition = definition
     self.startAtLaunch = startAtLaunch
     interval = max(0, chunkInterval)
-    self.client = client
     self.logger = logger
     (wake, wakeSink) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-    // Unbounded on purpose: one small batch per MQTT text message (bounded by the client's
-    // inbound queue) or peripheral event; carried out in order by `run()`.
-    (outputs, outputSink) = AsyncStream.makeStream(of: [PeripheralBridge.Output].self)
   }
 
   /// Runs until the task is cancelled; withdraws the service at the end.
   public func run() async {
-    let initial = bridge.withLock { $0.stateOutput() }
-    await carryOut([initial])
+    driver.feed { bridge, _ in [bridge.stateOutput()] }
     await withTaskGroup(of: Void.self) { group in
       group.addTask { await self.consumeEvents() }
       group.addTask { await self.sender() }
       group.addTask {
-        for await batch in self.outputs { await self.carryOut(batch) }
+        await self.driver.runCommands(.serial) { command in
+          if case .setReadValue(let value) = command { await self.peripheral.setReadValue(value) }
+        }
       }
       if startAtLaunch {
         group.addTask { _ = await self.start() }
@@ -67,6 +65,7 @@ public final class PeripheralRoleService: Sendable {
       // Until cancelled: the event stream and the sender both run while the task lives.
       await group.waitForAll()
     }
+    driver.finish()
   }
 
   /// Withdraws the advertisement and the service (on shutdown and `peripheral/stop`).
@@ -91,8 +90,7 @@ public final class PeripheralRoleService: Sendable {
   ///
   /// - Parameter message: The message.
   public func text(_ message: MQTTMessage) {
-    let now = Date().timeIntervalSince1970
-    outputSink.yield(bridge.withLock { $0.setText(message.payload, now: now) })
+    driver.feed { bridge, now in bridge.setText(message.payload, now: now) }
     wakeSink.yield()
   }
 
@@ -102,12 +100,12 @@ public final class PeripheralRoleService: Sendable {
   ///   - code: The error code.
   ///   - message: What a person reads.
   public func refuseText(code: String, message: String) {
-    outputSink.yield(bridge.withLock { $0.refuseText(code: code, message: message) })
+    driver.feed { bridge, _ in bridge.refuseText(code: code, message: message) }
   }
 
   /// Peripheral figures for the health message.
   public var healthJSON: JSONObject {
-    bridge.withLock { bridge in
+    driver.read { bridge in
       [
         "transfers_sent": .integer(Int64(bridge.transfersSent)),
         "transfers_aborted": .integer(Int64(bridge.transfersAborted)),
@@ -119,9 +117,7 @@ public final class PeripheralRoleService: Sendable {
   private func consumeEvents() async {
     for await event in peripheral.peripheralEvents() {
       if Task.isCancelled { return }
-      let now = Date().timeIntervalSince1970
-      let outputs = bridge.withLock { $0.handle(event, now: now) }
-      await carryOut(outputs)
+      driver.feed { bridge, now in bridge.handle(event, now: now) }
       wakeSink.yield()
     }
   }
@@ -130,7 +126,7 @@ public final class PeripheralRoleService: Sendable {
   private func sender() async {
     var iterator = wake.makeAsyncIterator()
     while !Task.isCancelled {
-      guard let value = bridge.withLock({ $0.nextNotification() }) else {
+      guard let value = driver.feed({ bridge, _ in ([], bridge.nextNotification()) }) else {
         guard await iterator.next() != nil else { return }
         continue
       }
@@ -141,30 +137,30 @@ public final class PeripheralRoleService: Sendable {
       } catch {
         outcome = error
       }
-      let now = Date().timeIntervalSince1970
-      let outputs = bridge.withLock { bridge in
+      driver.feed { bridge, now in
         if let outcome { return bridge.notificationFailed(outcome, now: now) }
         return bridge.notificationSent(now: now)
       }
       if let outcome { logger.warning("a notification could not be sent: \(outcome)") }
-      await carryOut(outputs)
       if interval > 0 { try? await Task.sleep(for: .seconds(interval)) }
     }
   }
+}
 
-  private func carryOut(_ outputs: [PeripheralBridge.Output]) async {
-    for output in outputs {
-      switch output {
-      case .publish(let topic, let payload, let retain):
-        if retain {
-          client.setRetainedState(
-            MQTTMessage(topic: topic.rawValue, payload: payload, qos: .atLeastOnce, retain: true))
-        } else {
-          client.enqueue(MQTTMessage(topic: topic.rawValue, payload: payload, qos: .atLeastOnce))
-        }
-      case .setReadValue(let value):
-        await peripheral.setReadValue(value)
-      }
+extension PeripheralBridge: DrivenBridge {
+  typealias Command = PeripheralBridge.Output
+
+  static func action(for output: Output, qos: MQTTQoS) -> DriverAction<Output> {
+    switch output {
+    case .publish(let topic, let payload, let retain):
+      let message = MQTTMessage(
+        topic: topic.rawValue, payload: payload, qos: .atLeastOnce, retain: retain)
+      return retain ? .state(message) : .publish(message)
+    case .setReadValue:
+      return .command(output)
     }
   }
+
+  /// The peripheral role has no timers.
+  mutating func tick(now: Double, wallClockOffset: Double) -> [Output] { [] }
 }
