@@ -33,6 +33,7 @@ protocol DrivenBridge: Sendable {
   /// - Parameters:
   ///   - now: Monotonic time (``BridgeClock/now()``).
   ///   - wallClockOffset: What to add to `now` for the timestamps in payloads.
+  /// - Returns: What to carry out.
   mutating func tick(now: Double, wallClockOffset: Double) -> [Output]
 }
 
