@@ -75,6 +75,14 @@ public struct BluetoothAddress: Sendable, Hashable, Comparable, CustomStringConv
     (0..<6).map { UInt8(truncatingIfNeeded: value >> (40 - 8 * UInt64($0))) }
   }
 
+  /// Whether a random address of this value is a **private** one (resolvable or
+  /// non-resolvable: the two top bits are not both set), which the device replaces every few
+  /// minutes and never uses again; a random **static** address (`11` in the top bits) stays
+  /// until the device power-cycles (Core spec Vol 6 Part B 1.3.2).
+  ///
+  /// Only meaningful for an address of type ``Advertisement/AddressType/random``.
+  public var isPrivateRandom: Bool { value >> 46 != 0b11 }
+
   /// The canonical form, `AA:BB:CC:DD:EE:FF`.
   public var description: String {
     bytes.map { Hex.encode([$0]).uppercased() }.joined(separator: ":")

@@ -139,7 +139,8 @@ public struct DiscoveryBridge: Sendable {
     case .stackLost: return adapters.stackLost()
     case .deviceAppeared(let advertisement), .deviceUpdated(let advertisement):
       return observe(advertisement, now: now)
-    case .deviceRemoved, .servicesResolved, .notification, .notifyingChanged: return []
+    case .deviceRemoved(let address): return removed(address)
+    case .servicesResolved, .notification, .notifyingChanged: return []
     case .connectionChanged(let address, let connected):
       guard
         registry.setConnection(address, connected ? .connected : .disconnected, now: now) != nil
@@ -217,6 +218,20 @@ public struct DiscoveryBridge: Sendable {
     guard let record = registry.remove(address) else { return [] }
     devicesChanged = true
     return forgetOutputs(record)
+  }
+
+  /// The stack removed a device (bluetoothd drops a device it has not heard for
+  /// `TemporaryTimeout`, 30 s by default). A device on a **private random** address is
+  /// forgotten at once: that address was rotated away and will not be heard again, and keeping
+  /// it would let a place full of phones fill the registry (see
+  /// ``BluetoothAddress/isPrivateRandom``). Public and static addresses come back: they stay
+  /// until ``DeviceRegistry/offlineAfter`` and ``DeviceRegistry/forgetAfter`` say otherwise.
+  /// Connected devices are never forgotten here.
+  private mutating func removed(_ address: BluetoothAddress) -> [BridgeOutput] {
+    guard let record = registry[address], record.addressType == .random,
+      address.isPrivateRandom, !record.connection.isConnected
+    else { return [] }
+    return forget(address)
   }
 
   /// Notes that starting discovery on an adapter failed (the central threw).

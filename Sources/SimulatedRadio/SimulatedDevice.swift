@@ -63,12 +63,12 @@ struct SimulatedDevice {
   var connectable: Bool { group.kind != .beacon }
   var addressType: Advertisement.AddressType { group.rotate > 0 ? .random : .public }
 
-  /// A fresh address from the device's own generator: public for fixed devices, random
-  /// static (two top bits set) for rotating ones.
+  /// A fresh address from the device's own generator: public for fixed devices, resolvable
+  /// private (top bits `01`, as phones and trackers rotate them) for rotating ones.
   mutating func newAddress() -> BluetoothAddress {
     var bytes = (0..<6).map { _ in UInt8.random(in: 0...255, using: &rng) }
     if group.rotate > 0 {
-      bytes[0] |= 0xC0
+      bytes[0] = bytes[0] & 0x3F | 0x40
     } else {
       bytes[0] = 0x5A
     }

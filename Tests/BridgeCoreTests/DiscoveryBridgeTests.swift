@@ -125,6 +125,45 @@ struct DiscoveryBridgeTests {
     #expect(bridge.healthJSON["devices"] == 200)
   }
 
+  @Test(
+    "the stack removing a private random address forgets it at once; public, static and connected devices stay"
+  )
+  func removedDevices() throws {
+    var bridge = DiscoveryBridge(topics: Fixture.topics)
+    _ = bridge.tick(now: t0)
+    let rotated = Fixture.address("5A:11:22:33:44:55")  // 01 in the top bits: resolvable private
+    let unresolvable = Fixture.address("1A:11:22:33:44:55")  // 00: non-resolvable private
+    let fixedRandom = Fixture.address("DA:11:22:33:44:55")  // 11: random static
+    let fixedPublic = Fixture.address("5A:66:22:33:44:55")
+    let connected = Fixture.address("6A:11:22:33:44:55")
+    for address in [rotated, unresolvable, fixedRandom, connected] {
+      _ = bridge.handle(
+        .deviceUpdated(Fixture.advert(address.description, name: nil, type: .random)), now: t0)
+    }
+    _ = bridge.handle(.deviceUpdated(Fixture.advert(fixedPublic.description)), now: t0)
+    _ = bridge.handle(.connectionChanged(connected, connected: true), now: t0)
+    #expect(bridge.registry.count == 5)
+
+    let outputs = bridge.handle(.deviceRemoved(rotated), now: t0 + 31)
+    #expect(
+      outputs.map(\.topic) == [
+        "gatt2mqtt/5A1122334455/availability", "gatt2mqtt/5A1122334455/presence",
+      ])
+    #expect(outputs.allSatisfy { $0.payloadIsEmpty == true && $0.retain == true })
+    #expect(bridge.handle(.deviceRemoved(unresolvable), now: t0 + 31).count == 2)
+    for address in [fixedRandom, fixedPublic, connected] {
+      #expect(bridge.handle(.deviceRemoved(address), now: t0 + 31).isEmpty)
+    }
+    #expect(bridge.registry.count == 3)
+    #expect(bridge.presence.count == 3 && bridge.rateLimiter.count == 3)
+    #expect(bridge.registry[rotated] == nil && bridge.registry[fixedRandom] != nil)
+    // The devices list follows.
+    let list = try #require(
+      bridge.tick(now: t0 + 40).first { $0.topic == "gatt2mqtt/bridge/pi/devices" })
+    #expect(list.text?.contains("5A1122334455") == false)
+    #expect(list.text?.contains("DA1122334455") == true)
+  }
+
   @Test("a hostile name reaches the payload raw while the topic stays the address")
   func hostileName() {
     var bridge = DiscoveryBridge(topics: Fixture.topics)

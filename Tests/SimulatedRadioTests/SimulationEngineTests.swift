@@ -83,7 +83,7 @@ struct SimulationEngineTests {
     #expect(runEngine(&other, until: 12) != first)
   }
 
-  @Test("addresses are distinct, public for fixed devices and random static for rotating ones")
+  @Test("addresses are distinct, public for fixed devices and resolvable private for rotating ones")
   func addresses() throws {
     let engine = SimulationEngine(
       world: SimulatedWorld(devices: [
@@ -93,7 +93,8 @@ struct SimulationEngineTests {
     for device in engine.devices {
       let top = device.address.bytes[0]
       if device.group.rotate > 0 {
-        #expect(top & 0xC0 == 0xC0)
+        #expect(top & 0xC0 == 0x40)
+        #expect(device.address.isPrivateRandom)
         #expect(device.addressType == .random)
       } else {
         #expect(device.addressType == .public)
