@@ -93,7 +93,7 @@ extension BlueZCentral {
       _ = try await adapterCall(
         id, BlueZNames.adapter, "StopDiscovery", [], operation: "StopDiscovery")
     } catch {
-      if error.code == .poweredOff || error.detail == BlueZNames.errorPrefix + "Failed"
+      if error.code == .poweredOff || error.bluez == .failed
         || error.code == .unavailable
       {
         return

@@ -74,8 +74,7 @@ extension BlueZCentral: GATTCentral {
         destination: owner, path: device.path, interface: BlueZNames.device,
         member: "Disconnect", timeout: configuration.callTimeout)
     } catch {
-      if error.name == BlueZNames.errorPrefix + "NotConnected"
-        || error.name == BlueZNames.errorPrefix + "DoesNotExist"
+      if error.bluez == .notConnected || error.bluez == .doesNotExist
         || error.code == .unknownObject
       {
         return
@@ -147,8 +146,7 @@ extension BlueZCentral: GATTCentral {
       guard !enabled else { throw error }
       // BlueZ: `Failed` "No notify session started" when we had none.
       let noSession =
-        error.detail == BlueZNames.errorPrefix + "Failed"
-        && error.message.lowercased().contains("notify session")
+        error.bluez == .failed && error.message.lowercased().contains("notify session")
       if noSession || error.code == .notConnected { return }
       throw error
     }

@@ -241,7 +241,7 @@ extension BlueZPeripheral {
         destination: owner, path: adapter, interface: interface, member: member,
         arguments: [.objectPath(path), .properties([:])], timeout: configuration.callTimeout)
     } catch {
-      if error.name == BlueZNames.errorAlreadyExists { alreadyRegistered() }
+      if error.bluez == .alreadyExists { alreadyRegistered() }
       throw RegistrationFailure(description: "\(member): \(error.name): \(error.message)")
     }
   }

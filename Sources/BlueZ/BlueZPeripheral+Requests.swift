@@ -6,8 +6,8 @@ import Logging
 /// advertisement's release. Handlers hold the peripheral weakly (the connection's exported
 /// objects must not keep it alive).
 extension BlueZPeripheral {
-  private static let gone = DBusError(
-    name: BlueZNames.errorFailed, message: "the peripheral role has shut down")
+  private static let gone = BlueZError.failed.reply(
+    "the peripheral role has shut down")
 
   /// The handlers of the exported methods.
   func makeHandlers() -> PeripheralHandlers {
@@ -47,9 +47,8 @@ extension BlueZPeripheral {
     let options = PeripheralRequestOptions(call.arguments.first)
     try admit(options)
     guard options.offset <= readValue.count else {
-      throw DBusError(
-        name: BlueZNames.errorInvalidOffset,
-        message: "offset \(options.offset) is past the end of the \(readValue.count)-byte value")
+      throw BlueZError.invalidOffset.reply(
+        "offset \(options.offset) is past the end of the \(readValue.count)-byte value")
     }
     return Array(readValue[options.offset...])
   }
@@ -64,8 +63,7 @@ extension BlueZPeripheral {
     let options = PeripheralRequestOptions(call.arguments.count > 1 ? call.arguments[1] : nil)
     try admit(options)
     guard options.offset == 0 else {
-      throw DBusError(
-        name: BlueZNames.errorNotSupported, message: "writes at an offset are not supported")
+      throw BlueZError.notSupported.reply("writes at an offset are not supported")
     }
     hub.yield(.written(central: options.central, value: call.arguments.first?.bytesValue ?? []))
   }
@@ -110,8 +108,7 @@ extension BlueZPeripheral {
   /// Only the current owner of `org.bluez` may call our methods.
   private func checkCaller(_ call: DBusMethodCall) throws(DBusError) {
     guard let owner, call.sender == owner else {
-      throw DBusError(
-        name: BlueZNames.errorNotAuthorized, message: "only bluetoothd may call \(call.member)")
+      throw BlueZError.notAuthorized.reply("only bluetoothd may call \(call.member)")
     }
   }
 
@@ -124,8 +121,7 @@ extension BlueZPeripheral {
           logger.notice("refused a central", metadata: ["ble.address": "\(central)"])
           hub.yield(.refused(central: central))
         }
-        throw DBusError(
-          name: BlueZNames.errorNotAuthorized, message: "this central is not allowed")
+        throw BlueZError.notAuthorized.reply("this central is not allowed")
       }
     }
     if let central = options.central, let mtu = options.mtu, knownMTU[central] != mtu {

@@ -133,6 +133,10 @@ struct BlueZPropertyTests {
     "D-Bus error names map to stable codes and keep the name",
     arguments: [
       ("org.bluez.Error.InProgress", CentralError.Code.inProgress),
+      ("org.bluez.Error.Busy", .inProgress),
+      ("org.bluez.Error.InProgressX", .bluezError),
+      ("org.bluez.Error.", .bluezError),
+      ("org.example.Error.InProgress", .bluezError),
       ("org.bluez.Error.NotReady", .poweredOff),
       ("org.bluez.Error.Failed", .bluezError),
       ("org.bluez.Error.NotAuthorized", .notPermitted),
@@ -150,6 +154,22 @@ struct BlueZPropertyTests {
     #expect(error.code == code)
     #expect(error.detail == name)
     #expect(error.message == "op: m")
+  }
+
+  @Test("BlueZ error names parse into one enum and back; other names do not parse")
+  func errorNames() {
+    for error in BlueZError.allCases {
+      #expect(BlueZError(name: error.name) == error)
+      #expect(error.name == "org.bluez.Error.\(error.rawValue)")
+      #expect(DBusError(name: error.name, message: "m").bluez == error)
+      #expect(error.reply("why").name == error.name)
+    }
+    #expect(BlueZError(name: "org.bluez.Error.Unheard") == nil)
+    #expect(BlueZError(name: "Failed") == nil)
+    #expect(BlueZError(name: "org.freedesktop.DBus.Error.Failed") == nil)
+    #expect(
+      CentralError(.bluezError, message: "m", detail: "org.bluez.Error.Failed").bluez == .failed)
+    #expect(CentralError(.timeout, message: "m").bluez == nil)
   }
 
   @Test("a lost connection maps to unavailable")

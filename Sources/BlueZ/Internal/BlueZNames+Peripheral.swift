@@ -3,9 +3,4 @@ extension BlueZNames {
   static let gattManager = "org.bluez.GattManager1"
   static let advertisingManager = "org.bluez.LEAdvertisingManager1"
   static let advertisement = "org.bluez.LEAdvertisement1"
-  static let errorInvalidOffset = errorPrefix + "InvalidOffset"
-  static let errorNotAuthorized = errorPrefix + "NotAuthorized"
-  static let errorNotSupported = errorPrefix + "NotSupported"
-  static let errorAlreadyExists = errorPrefix + "AlreadyExists"
-  static let errorFailed = errorPrefix + "Failed"
 }

@@ -8,5 +8,4 @@ enum BlueZNames {
   static let gattDescriptor = "org.bluez.GattDescriptor1"
   static let objectManager = "org.freedesktop.DBus.ObjectManager"
   static let properties = "org.freedesktop.DBus.Properties"
-  static let errorPrefix = "org.bluez.Error."
 }

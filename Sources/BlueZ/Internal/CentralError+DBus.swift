@@ -15,15 +15,14 @@ extension CentralError {
   /// - anything else (`org.bluez.Error.Failed`, `InvalidArguments`, …) → `bluez_error`.
   static func bluez(_ error: DBusError, operation: String) -> CentralError {
     let message = "\(operation): \(error.message)"
-    switch error.name {
-    case BlueZNames.errorPrefix + "InProgress", BlueZNames.errorPrefix + "Busy":
+    switch error.bluez {
+    case .inProgress, .busy:
       return CentralError(.inProgress, message: message, detail: error.name)
-    case BlueZNames.errorPrefix + "NotReady":
+    case .notReady:
       return CentralError(.poweredOff, message: message, detail: error.name)
-    case BlueZNames.errorPrefix + "NotConnected":
+    case .notConnected:
       return CentralError(.notConnected, message: message, detail: error.name)
-    case BlueZNames.errorPrefix + "NotPermitted", BlueZNames.errorPrefix + "NotAuthorized",
-      BlueZNames.errorPrefix + "NotSupported":
+    case .notPermitted, .notAuthorized, .notSupported:
       return CentralError(.notPermitted, message: message, detail: error.name)
     default:
       break
@@ -50,10 +49,10 @@ extension CentralError {
   static func connectFailure(_ error: DBusError) -> CentralError? {
     let operation = "Connect"
     let message = "\(operation): \(error.message)"
-    switch error.name {
-    case BlueZNames.errorPrefix + "AlreadyConnected":
+    switch error.bluez {
+    case .alreadyConnected:
       return nil
-    case BlueZNames.errorPrefix + "DoesNotExist":
+    case .doesNotExist:
       return CentralError(.notFound, message: message, detail: error.name)
     default:
       break
@@ -61,7 +60,7 @@ extension CentralError {
     if error.code == .unknownObject {
       return CentralError(.notFound, message: message, detail: error.name)
     }
-    guard error.name == BlueZNames.errorPrefix + "Failed" else {
+    guard error.bluez == .failed else {
       return bluez(error, operation: operation)
     }
     let text = error.message.lowercased()
@@ -87,7 +86,7 @@ extension CentralError {
   /// answers `org.bluez.Error.Failed` "Not connected" when the link is down → `not_connected`;
   /// anything else as ``bluez(_:operation:)``.
   static func gattFailure(_ error: DBusError, operation: String) -> CentralError {
-    if error.name == BlueZNames.errorPrefix + "Failed",
+    if error.bluez == .failed,
       error.message.lowercased().contains("not connected")
     {
       return CentralError(
