@@ -12,6 +12,7 @@ let package = Package(
   products: [
     .executable(name: "gatt2mqtt", targets: ["gatt2mqtt"]),
     .library(name: "Mosquitto", targets: ["Mosquitto"]),
+    .library(name: "Backoff", targets: ["Backoff"]),
     .library(name: "BridgeCore", targets: ["BridgeCore"]),
     .library(name: "DBus", targets: ["DBus"]),
     .library(name: "BlueZ", targets: ["BlueZ"]),
@@ -33,20 +34,24 @@ let package = Package(
       name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
     .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
 
+    // Retry delays, shared by the MQTT client, the BlueZ session and the bridges.
+    .target(name: "Backoff", swiftSettings: strict),
     .target(
       name: "Mosquitto",
       dependencies: [
-        "CMosquitto",
+        "CMosquitto", "Backoff",
         .product(name: "Logging", package: "swift-log"),
         .product(name: "DequeModule", package: "swift-collections"),
         .product(name: "OrderedCollections", package: "swift-collections"),
       ],
       swiftSettings: strict),
     .target(name: "DBus", dependencies: ["CDBus"], swiftSettings: strict),
-    .target(name: "BridgeCore", swiftSettings: strict),
+    .target(name: "BridgeCore", dependencies: ["Backoff"], swiftSettings: strict),
     .target(
       name: "BlueZ",
-      dependencies: ["DBus", "BridgeCore", .product(name: "Logging", package: "swift-log")],
+      dependencies: [
+        "DBus", "BridgeCore", "Backoff", .product(name: "Logging", package: "swift-log"),
+      ],
       swiftSettings: strict),
     .target(
       name: "SimulatedRadio",
@@ -58,7 +63,7 @@ let package = Package(
     .target(
       name: "Gateway",
       dependencies: [
-        "Mosquitto", "BridgeCore", "BlueZ", "SimulatedRadio",
+        "Mosquitto", "BridgeCore", "BlueZ", "SimulatedRadio", "Backoff",
         .product(name: "Configuration", package: "swift-configuration"),
         .product(name: "Yams", package: "Yams"),
         .product(name: "Logging", package: "swift-log"),
@@ -75,6 +80,7 @@ let package = Package(
       ],
       swiftSettings: strict),
 
+    .testTarget(name: "BackoffTests", dependencies: ["Backoff"], swiftSettings: strict),
     .testTarget(name: "BridgeCoreTests", dependencies: ["BridgeCore"], swiftSettings: strict),
     .testTarget(
       name: "DBusTests", dependencies: ["DBus", "BusTestSupport"], swiftSettings: strict),

@@ -6,12 +6,12 @@ public import Logging
 /// BlueZ's objects (remote GATT objects included), LE discovery, connections and GATT operations,
 /// recovery after bluetoothd restarts and lost bus connections, and a scanner watchdog.
 ///
-/// Run it as a long-running service (``run()``, e.g. as a swift-service-lifecycle `Service`):
-/// it connects to the system bus, subscribes to BlueZ's signals and `NameOwnerChanged` of
-/// `org.bluez`, then takes **one** `GetManagedObjects` snapshot; after that the model changes
-/// only through `InterfacesAdded`, `InterfacesRemoved` and `PropertiesChanged`. A new snapshot is
-/// taken only when `org.bluez` gets a new owner (bluetoothd restarted) or the connection was
-/// reopened.
+/// It runs on a ``BlueZSession`` (shared with the peripheral role, or its own): the session
+/// subscribes to BlueZ's signals and `NameOwnerChanged` of `org.bluez`, then takes **one**
+/// `GetManagedObjects` snapshot; after that the model changes only through `InterfacesAdded`,
+/// `InterfacesRemoved` and `PropertiesChanged`. A new snapshot is taken only when `org.bluez`
+/// gets a new owner (bluetoothd restarted) or the connection was reopened. Run the central as a
+/// long-running service (``run()``, e.g. as a swift-service-lifecycle `Service`).
 ///
 /// Events (``events()``): each subscriber buffers at most
 /// ``BlueZCentralConfiguration/eventBufferSize`` events and drops its **oldest** when full
@@ -65,6 +65,8 @@ public actor BlueZCentral: BLECentral {
   let watchdogHub: EventHub<ScannerWatchdogEvent>
   let clock = ContinuousClock()
 
+  /// The session the central made for itself, which ``run()`` runs; `nil` when it shares one.
+  let ownSession: BlueZSession?
   var connection: DBusConnection?
   /// The unique name owning `org.bluez`, `nil` while bluetoothd is not running.
   var owner: String?
@@ -74,10 +76,6 @@ public actor BlueZCentral: BLECentral {
   var announced = false
   /// Increases whenever the model is dropped, so late replies of an old stack are ignored.
   var epoch = 0
-  var snapshotting = false
-  /// Signals held back while a snapshot is being taken.
-  var pending: [DBusSignal]?
-  var pendingOverflow = false
   var startupSettled = false
   var sessions: [String: DiscoverySession] = [:]
   var watchdogs: [String: WatchdogState] = [:]
@@ -85,9 +83,9 @@ public actor BlueZCentral: BLECentral {
   var adapterLocks: [String: [CheckedContinuation<Void, Never>]] = [:]
   var relearning: Set<DBusObjectPath> = []
   var counters = Statistics()
-  let connect: @Sendable (String?) async throws(DBusError) -> DBusConnection
 
-  /// Makes a central; nothing happens until ``run()``.
+  /// Makes a central with its own ``BlueZSession`` (from the configuration's bus settings),
+  /// which ``run()`` runs; nothing happens until then.
   ///
   /// - Parameters:
   ///   - configuration: The settings.
@@ -95,15 +93,33 @@ public actor BlueZCentral: BLECentral {
   public init(
     configuration: BlueZCentralConfiguration = BlueZCentralConfiguration(), logger: Logger
   ) {
+    let session = BlueZSession(configuration: configuration.session, logger: logger)
+    self.init(session: session, owning: true, configuration: configuration, logger: logger)
+  }
+
+  /// Makes a central on a shared session; run the session as long as the central runs.
+  ///
+  /// - Parameters:
+  ///   - session: The session (one bus connection for the central and the peripheral).
+  ///   - configuration: The settings (its bus settings are the session's, not these).
+  ///   - logger: Where to log (metadata keys `ble.adapter`, `dbus.error`).
+  public init(
+    session: BlueZSession, configuration: BlueZCentralConfiguration = BlueZCentralConfiguration(),
+    logger: Logger
+  ) {
+    self.init(session: session, owning: false, configuration: configuration, logger: logger)
+  }
+
+  private init(
+    session: BlueZSession, owning: Bool, configuration: BlueZCentralConfiguration, logger: Logger
+  ) {
     self.configuration = configuration
     self.logger = logger
     hub = EventHub(bufferSize: configuration.eventBufferSize)
     watchdogHub = EventHub(bufferSize: 256)
     model = BlueZObjectModel(maxDevices: configuration.maxDevices)
-    connect = { address throws(DBusError) in
-      if let address { return try await DBusConnection(address: address) }
-      return try await DBusConnection.system()
-    }
+    ownSession = owning ? session : nil
+    session.register(self)
   }
 
   // MARK: port

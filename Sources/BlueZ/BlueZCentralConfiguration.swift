@@ -54,4 +54,11 @@ public struct BlueZCentralConfiguration: Sendable, Hashable {
     self.startupWait = startupWait
     self.watchdog = watchdog
   }
+
+  /// The bus settings of a session the central makes for itself.
+  var session: BlueZSessionConfiguration {
+    BlueZSessionConfiguration(
+      busAddress: busAddress, signalBufferSize: signalBufferSize, callTimeout: callTimeout,
+      reconnectDelay: reconnectDelay, maxReconnectDelay: maxReconnectDelay)
+  }
 }

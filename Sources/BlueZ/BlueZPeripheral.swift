@@ -127,12 +127,14 @@ public actor BlueZPeripheral: BLEPeripheral {
   /// Wakes the registration loop; holds at most one pending wake-up.
   let kicks: AsyncStream<Void>
   let kicker: AsyncStream<Void>.Continuation
-  let connect: @Sendable (String?) async throws(DBusError) -> DBusConnection
 
   var definition: PeripheralService?
   var readValue: [UInt8] = []
   var state: PeripheralState = .stopped
 
+  /// The session the peripheral made for itself, which ``run()`` runs; `nil` when it shares
+  /// one.
+  let ownSession: BlueZSession?
   var connection: DBusConnection?
   /// The unique name owning `org.bluez`, `nil` while bluetoothd is not running.
   var owner: String?
@@ -141,10 +143,6 @@ public actor BlueZPeripheral: BLEPeripheral {
   var epoch = 0
   var adapters = PeripheralAdapters()
   var synced = false
-  var snapshotting = false
-  /// Adapter signals held back while a snapshot is being taken.
-  var pending: [DBusSignal]?
-  var pendingOverflow = false
 
   var registration: Registration?
   /// The target of the last registration round, to reset the backoff when it changes.
@@ -164,7 +162,8 @@ public actor BlueZPeripheral: BLEPeripheral {
   var knownMTU: [BluetoothAddress: Int] = [:]
   var counters = Statistics()
 
-  /// Makes a peripheral; nothing happens until ``run()``.
+  /// Makes a peripheral with its own ``BlueZSession`` (from the configuration's bus settings),
+  /// which ``run()`` runs; nothing happens until then.
   ///
   /// - Parameters:
   ///   - configuration: The settings.
@@ -172,7 +171,29 @@ public actor BlueZPeripheral: BLEPeripheral {
   public init(
     configuration: BlueZPeripheralConfiguration = BlueZPeripheralConfiguration(), logger: Logger
   ) {
+    let session = BlueZSession(configuration: configuration.session, logger: logger)
+    self.init(session: session, owning: true, configuration: configuration, logger: logger)
+  }
+
+  /// Makes a peripheral on a shared session; run the session as long as the peripheral runs.
+  ///
+  /// - Parameters:
+  ///   - session: The session (one bus connection for the central and the peripheral).
+  ///   - configuration: The settings (its bus settings are the session's, not these).
+  ///   - logger: Where to log (metadata keys `ble.adapter`, `ble.address`, `dbus.error`).
+  public init(
+    session: BlueZSession,
+    configuration: BlueZPeripheralConfiguration = BlueZPeripheralConfiguration(), logger: Logger
+  ) {
+    self.init(session: session, owning: false, configuration: configuration, logger: logger)
+  }
+
+  private init(
+    session: BlueZSession, owning: Bool, configuration: BlueZPeripheralConfiguration,
+    logger: Logger
+  ) {
     self.configuration = configuration
+    ownSession = owning ? session : nil
     self.logger = logger
     hub = EventHub(bufferSize: configuration.eventBufferSize)
     if let root = try? DBusObjectPath(configuration.objectRoot),
@@ -186,10 +207,7 @@ public actor BlueZPeripheral: BLEPeripheral {
       paths = PeripheralPaths.standard
     }
     (kicks, kicker) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-    connect = { address throws(DBusError) in
-      if let address { return try await DBusConnection(address: address) }
-      return try await DBusConnection.system()
-    }
+    session.register(self)
   }
 
   // MARK: port

@@ -54,4 +54,11 @@ public struct BlueZPeripheralConfiguration: Sendable, Hashable {
     self.reconnectDelay = reconnectDelay
     self.maxReconnectDelay = maxReconnectDelay
   }
+
+  /// The bus settings of a session the peripheral makes for itself.
+  var session: BlueZSessionConfiguration {
+    BlueZSessionConfiguration(
+      busAddress: busAddress, signalBufferSize: signalBufferSize, callTimeout: callTimeout,
+      reconnectDelay: reconnectDelay, maxReconnectDelay: maxReconnectDelay)
+  }
 }

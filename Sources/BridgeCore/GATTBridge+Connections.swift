@@ -1,3 +1,5 @@
+import Backoff
+
 extension GATTBridge {
   /// Takes in one event from the central.
   ///
@@ -83,9 +85,9 @@ extension GATTBridge {
   ///   - attempt: The attempts so far (1 for the first failure).
   /// - Returns: Seconds.
   public func retryDelay(after code: CentralError.Code, attempt: Int) -> Double {
-    let exponential = min(
-      configuration.retryMaxDelay,
-      configuration.retryMinDelay * Double(1 << min(max(attempt - 1, 0), 16)))
+    let exponential = Backoff(
+      minimum: configuration.retryMinDelay, maximum: configuration.retryMaxDelay
+    ).nominalDelay(afterFailures: attempt - 1)
     switch code {
     case .inProgress: return attempt <= 3 ? 1 : exponential
     case .outOfSlots: return max(30, exponential)

@@ -1,3 +1,4 @@
+import Backoff
 public import BridgeCore
 import Foundation
 public import Logging
@@ -20,6 +21,9 @@ public final class DiscoveryService: Sendable {
   /// `InProgress` for a while after it (re)starts, and a refused start must not stop scanning
   /// for good. Times are the driver's monotonic clock.
   private let retries = Mutex<[String: (filter: DiscoveryFilter, at: Double, attempts: Int)]>([:])
+
+  /// The delays between discovery start attempts.
+  private static let retryBackoff = Backoff(minimum: 1, maximum: 30)
 
   /// Creates the service.
   /// - Parameters:
@@ -104,7 +108,7 @@ public final class DiscoveryService: Sendable {
         let attempts = retries.withLock { retries in
           let attempts = (retries[adapter]?.attempts ?? 0) + 1
           // 1 s, 2 s, 4 s … up to 30 s between attempts.
-          let delay = min(30, Double(1 << min(attempts - 1, 5)))
+          let delay = Self.retryBackoff.nominalDelay(afterFailures: attempts - 1)
           retries[adapter] = (filter, now + delay, attempts)
           return attempts
         }

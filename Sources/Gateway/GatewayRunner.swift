@@ -68,15 +68,21 @@ public enum GatewayRunner {
         central: radio, peripheral: radio,
         services: [.init(service: SimulatedRadioService(radio: radio))])
     }
-    guard let central = makeCentral(configuration, logger: logger) else {
+    guard usesBlueZ(configuration, logger: logger) else {
       return Radio(central: nil, peripheral: nil, services: [])
     }
-    // The peripheral role uses the same stack as the central: only when BlueZ is in use.
+    // One bus connection for both roles; the peripheral role runs only when BlueZ is in use.
+    let session = BlueZSession(configuration: BlueZSessionConfiguration(), logger: logger)
+    let central = BlueZCentral(
+      session: session, configuration: BlueZCentralConfiguration(gateway: configuration),
+      logger: logger)
     let peripheral = BlueZPeripheral(
-      configuration: BlueZPeripheralConfiguration(), logger: logger)
+      session: session, configuration: BlueZPeripheralConfiguration(), logger: logger)
+    // The session first in the list, so that it stops last.
     return Radio(
       central: central, peripheral: peripheral,
       services: [
+        .init(service: BlueZSessionService(session: session)),
         .init(service: CentralService(central: central)),
         .init(service: PeripheralStackService(peripheral: peripheral)),
       ])
@@ -101,29 +107,25 @@ public enum GatewayRunner {
     }
   }
 
-  /// The BLE central that `bluetooth.radio` asks for when it is BlueZ, or nil for the MQTT
-  /// side only.
-  public static func makeCentral(_ configuration: GatewayConfiguration, logger: Logger)
-    -> BlueZCentral?
-  {
+  /// Whether `bluetooth.radio` asks for BlueZ (`bluez`, or `auto` with a system bus); `false`
+  /// for the MQTT side only.
+  static func usesBlueZ(_ configuration: GatewayConfiguration, logger: Logger) -> Bool {
     switch configuration.bluetooth.radio {
     case .none, .simulated:
       if configuration.bluetooth.radio == .none {
         logger.info("Bluetooth off (bluetooth.radio: none)")
       }
-      return nil
+      return false
     case .bluez:
-      return BlueZCentral(
-        configuration: BlueZCentralConfiguration(gateway: configuration), logger: logger)
+      return true
     case .auto:
       guard systemBusReachable() else {
         logger.warning(
           "no D-Bus system bus on this machine: Bluetooth roles off (set bluetooth.radio to bluez to insist, simulated for a simulated world, or none to silence this)"
         )
-        return nil
+        return false
       }
-      return BlueZCentral(
-        configuration: BlueZCentralConfiguration(gateway: configuration), logger: logger)
+      return true
     }
   }
 
@@ -136,6 +138,16 @@ public enum GatewayRunner {
       return true
     }
     return FileManager.default.fileExists(atPath: "/run/dbus/system_bus_socket")
+  }
+}
+
+/// Runs the BlueZ session (the bus connection both roles share) until the service group shuts
+/// down; it stops last.
+struct BlueZSessionService: Service {
+  let session: BlueZSession
+
+  func run() async throws {
+    await cancelWhenGracefulShutdown { await session.run() }
   }
 }
 

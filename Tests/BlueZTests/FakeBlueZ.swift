@@ -12,6 +12,8 @@ final class FakeBlueZ: Sendable {
     var path: String
     var member: String
     var arguments: [DBusValue]
+    /// The caller's unique bus name (recorded by ``method(_:at:in:out:_:)``).
+    var sender: String? = nil
   }
 
   final class State: Sendable {
@@ -73,7 +75,7 @@ final class FakeBlueZ: Sendable {
     let state = self.state
     return DBusMethod(name, in: signature, out: out) { call in
       state.calls.withLock {
-        $0.append(Call(path: path, member: name, arguments: call.arguments))
+        $0.append(Call(path: path, member: name, arguments: call.arguments, sender: call.sender))
       }
       if let error = state.failures.withLock({ $0.removeValue(forKey: name) }) {
         throw error

@@ -1,3 +1,4 @@
+import Backoff
 internal import CMosquitto
 import DequeModule
 import Foundation

@@ -1,8 +1,10 @@
-/// Exponential reconnect backoff with "equal jitter".
+/// Exponential backoff with "equal jitter": the one retry policy of the gateway (MQTT
+/// reconnects, BlueZ bus reconnects and snapshots, discovery restarts, device connections).
 ///
 /// The n-th consecutive failure waits a random time in `[d/2, d]` where
 /// `d = min(max, min · 2ⁿ)`, so a fleet of gateways that lost the same broker does not
-/// reconnect in lockstep, and no delay is ever shorter than half the nominal one.
+/// reconnect in lockstep, and no delay is ever shorter than half the nominal one. Callers that
+/// must be deterministic (the pure bridges) use ``nominalDelay(afterFailures:)``.
 public struct Backoff: Sendable, Hashable {
   /// Delay of the first retry, in seconds.
   public let minimum: Double
@@ -18,10 +20,22 @@ public struct Backoff: Sendable, Hashable {
   }
 
   /// The nominal (un-jittered) delay for the next failure.
-  public var nominalDelay: Double {
-    let exponent = min(failures, 62)
+  public var nominalDelay: Double { nominalDelay(afterFailures: failures) }
+
+  /// The nominal (un-jittered) delay after `count` earlier failures: `minimum` for none,
+  /// doubling with each, never above `maximum`.
+  ///
+  /// - Parameter count: Failures before this one (negative counts as 0).
+  /// - Returns: Seconds.
+  public func nominalDelay(afterFailures count: Int) -> Double {
+    let exponent = min(max(count, 0), 62)
     return min(maximum, minimum * Double(1 << UInt64(exponent)))
   }
+
+  /// The delay for the next failure as a `Duration`, recording the failure.
+  ///
+  /// - Returns: How long to wait.
+  public mutating func nextDuration() -> Duration { .seconds(nextDelay()) }
 
   /// Records a failure and returns how long to wait, in seconds.
   public mutating func nextDelay<R: RandomNumberGenerator>(using random: inout R) -> Double {

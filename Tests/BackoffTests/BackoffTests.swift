@@ -1,4 +1,4 @@
-import Mosquitto
+import Backoff
 import Testing
 
 /// A deterministic generator (SplitMix64) for jitter tests.

@@ -1,0 +1,282 @@
+import Backoff
+import DBus
+public import Logging
+import Synchronization
+
+/// What a ``BlueZSession`` tells the parts that share it, in order.
+enum BlueZSessionEvent: Sendable {
+  /// A new bus connection, before any signal: serve objects on it, make calls through it.
+  case opened(DBusConnection)
+  /// The owner of `org.bluez` changed (`nil`: bluetoothd is not running): what belonged to the
+  /// old stack is gone. Always sent once after ``opened(_:)``.
+  case ownerChanged(String?)
+  /// The owner's objects (`GetManagedObjects`); the signals held back while it was taken follow
+  /// as ``signal(_:)``. Sent again after an owner change, a reconnection, or when too many
+  /// signals arrived during the snapshot.
+  case snapshot([DBusValue], owner: String)
+  /// Taking the snapshot failed (`attempt` times in a row); it is retried with backoff.
+  case snapshotFailed(attempt: Int)
+  /// A signal from the current owner, after its snapshot.
+  case signal(DBusSignal)
+  /// The connection is gone (closed or lost); a new one is being opened.
+  case closed
+}
+
+/// A part of the gateway that runs on a ``BlueZSession`` (the central, the peripheral).
+protocol BlueZSessionClient: Actor {
+  /// Takes one session event. Throwing on ``BlueZSessionEvent/opened(_:)`` closes the
+  /// connection (retried with backoff); on ``BlueZSessionEvent/snapshot(_:owner:)`` retries
+  /// the snapshot; elsewhere it is logged.
+  func session(_ event: BlueZSessionEvent) async throws
+}
+
+/// One connection to bluetoothd, shared by the central and the peripheral roles.
+///
+/// It connects to the system bus, subscribes to every signal of `org.bluez` and to its
+/// `NameOwnerChanged` **before** taking a `GetManagedObjects` snapshot of the owner's objects
+/// (so nothing falls between the two), holds back the signals that arrive during the snapshot
+/// (at most ``BlueZSessionConfiguration/signalBufferSize``, else it takes another), then hands
+/// every later signal of the current owner to its clients in order. A new owner (bluetoothd
+/// restarted) means a new snapshot; a lost connection means a new connection with one
+/// ``Backoff`` policy. Signals of an old owner are dropped here, so no client needs to check.
+///
+/// - Important: Make it, make its clients (``BlueZCentral/init(session:configuration:logger:)``,
+///   ``BlueZPeripheral/init(session:configuration:logger:)``), then ``run()`` it as long as
+///   either client runs.
+public actor BlueZSession {
+  /// Counters for health reports and tests.
+  public struct Statistics: Sendable, Hashable {
+    /// Bus connections opened.
+    public var connections = 0
+    /// `GetManagedObjects` snapshots taken.
+    public var snapshots = 0
+    /// Whether the session mirrors a running bluetoothd now.
+    public var synced = false
+  }
+
+  /// The settings.
+  public nonisolated let configuration: BlueZSessionConfiguration
+  private let logger: Logger
+  private let clients = Mutex<[any BlueZSessionClient]>([])
+  private let connect: @Sendable (String?) async throws(DBusError) -> DBusConnection
+
+  private var connection: DBusConnection?
+  private var owner: String?
+  private var synced = false
+  private var snapshotting = false
+  /// Signals held back while a snapshot is being taken.
+  private var pending: [DBusSignal]?
+  private var pendingOverflow = false
+  private var counters = Statistics()
+
+  /// Makes a session; nothing happens until ``run()``.
+  ///
+  /// - Parameters:
+  ///   - configuration: The settings.
+  ///   - logger: Where to log (metadata key `dbus.error`).
+  public init(
+    configuration: BlueZSessionConfiguration = BlueZSessionConfiguration(), logger: Logger
+  ) {
+    self.configuration = configuration
+    self.logger = logger
+    connect = { address throws(DBusError) in
+      if let address { return try await DBusConnection(address: address) }
+      return try await DBusConnection.system()
+    }
+  }
+
+  /// The counters now.
+  public var statistics: Statistics {
+    var result = counters
+    result.synced = synced
+    return result
+  }
+
+  /// Adds a client; call it before ``run()`` (clients do it in their initialiser).
+  nonisolated func register(_ client: any BlueZSessionClient) {
+    clients.withLock { $0.append(client) }
+  }
+
+  /// Runs until the task is cancelled: connects, follows bluetoothd, reconnects with backoff.
+  /// Tells the clients ``BlueZSessionEvent/closed`` when a connection ends.
+  public func run() async {
+    var backoff = Backoff(
+      minimum: configuration.reconnectDelay.seconds,
+      maximum: configuration.maxReconnectDelay.seconds)
+    while !Task.isCancelled {
+      do {
+        let connection = try await connect(configuration.busAddress)
+        counters.connections += 1
+        backoff.reset()
+        await runSession(connection)
+      } catch {
+        logger.warning("cannot connect to the system bus", metadata: ["dbus.error": "\(error)"])
+      }
+      connection = nil
+      owner = nil
+      synced = false
+      pending = nil
+      await broadcast(.closed)
+      guard !Task.isCancelled else { break }
+      try? await Task.sleep(for: backoff.nextDuration())
+    }
+  }
+
+  /// One bus connection: subscribe first, then snapshot, then follow signals until it closes.
+  private func runSession(_ connection: DBusConnection) async {
+    self.connection = connection
+    do {
+      let signals = try await connection.signals(
+        matching: DBusMatchRule(sender: BlueZNames.service),
+        bufferSize: configuration.signalBufferSize)
+      let owners = try await connection.nameOwnerChanges(of: BlueZNames.service)
+      for client in clients.withLock({ $0 }) {
+        try await client.session(.opened(connection))
+      }
+      let initial = try await connection.nameOwner(of: BlueZNames.service)
+      owner = initial
+      if initial == nil { logger.info("bluetoothd (org.bluez) is not running; waiting for it") }
+      await broadcast(.ownerChanged(initial))
+      await withTaskGroup(of: Void.self) { group in
+        group.addTask { await self.resync() }
+        group.addTask {
+          for await change in owners { await self.ownerChanged(change.newOwner) }
+        }
+        for await signal in signals { await handle(signal) }
+        group.cancelAll()
+      }
+    } catch {
+      logger.warning("cannot follow BlueZ on this connection", metadata: ["dbus.error": "\(error)"])
+    }
+    self.connection = nil
+    if connection.isConnected {
+      await connection.close()
+    } else {
+      logger.warning("lost the system bus connection; reconnecting")
+    }
+  }
+
+  /// The owner of `org.bluez` changed: the clients drop the old stack, a new one is mirrored
+  /// afresh.
+  private func ownerChanged(_ newOwner: String?) async {
+    guard newOwner != owner else { return }
+    if owner != nil { logger.warning("bluetoothd (org.bluez) went away") }
+    owner = newOwner
+    synced = false
+    pending = nil
+    await broadcast(.ownerChanged(newOwner))
+    await resync()
+  }
+
+  /// Takes a snapshot of the current owner's objects (`GetManagedObjects`, addressed to the
+  /// owner's unique name), delivers it, then replays the signals held back meanwhile. Repeats
+  /// while the owner changes under it; retries with backoff while the owner does not answer or
+  /// a client cannot read the answer.
+  private func resync() async {
+    guard !snapshotting else { return }
+    snapshotting = true
+    defer { snapshotting = false }
+    var failures = 0
+    var backoff = Backoff(minimum: 0.1, maximum: 10)
+    while let target = owner, !synced, let connection, !Task.isCancelled {
+      pending = []
+      pendingOverflow = false
+      do {
+        let reply = try await connection.call(
+          destination: target, path: .root, interface: BlueZNames.objectManager,
+          member: "GetManagedObjects", timeout: configuration.callTimeout)
+        counters.snapshots += 1
+        guard owner == target else { continue }
+        for client in clients.withLock({ $0 }) {
+          try await client.session(.snapshot(reply, owner: target))
+        }
+        guard owner == target else { continue }
+        synced = true
+        let held = pending ?? []
+        pending = nil
+        for signal in held where signal.sender == target { await broadcast(.signal(signal)) }
+        if pendingOverflow {
+          logger.warning("too many BlueZ signals during the snapshot; taking another")
+          synced = false
+        }
+      } catch {
+        pending = nil
+        failures += 1
+        logger.warning(
+          "BlueZ snapshot failed", metadata: ["dbus.error": "\(error)", "attempt": "\(failures)"])
+        await broadcast(.snapshotFailed(attempt: failures))
+        guard owner == target else { continue }
+        try? await Task.sleep(for: backoff.nextDuration())
+      }
+    }
+  }
+
+  /// One signal from `org.bluez`: held back during a snapshot, ignored from an old owner or
+  /// before the first snapshot, handed to the clients otherwise.
+  private func handle(_ signal: DBusSignal) async {
+    guard let owner, signal.sender == owner else { return }
+    if pending != nil {
+      if pending!.count < configuration.signalBufferSize {
+        pending!.append(signal)
+      } else {
+        pendingOverflow = true
+      }
+      return
+    }
+    guard synced else { return }
+    await broadcast(.signal(signal))
+  }
+
+  /// Hands an event to every client in registration order; errors are logged.
+  private func broadcast(_ event: BlueZSessionEvent) async {
+    for client in clients.withLock({ $0 }) {
+      do {
+        try await client.session(event)
+      } catch {
+        logger.warning("a BlueZ client failed an event", metadata: ["dbus.error": "\(error)"])
+      }
+    }
+  }
+}
+
+/// The settings of a ``BlueZSession``; every default is what the gateway uses.
+public struct BlueZSessionConfiguration: Sendable, Hashable {
+  /// The system bus address; `nil` for the default (`DBUS_SYSTEM_BUS_ADDRESS` or the standard
+  /// socket).
+  public var busAddress: String?
+  /// BlueZ signals buffered by the connection and held back during a snapshot.
+  public var signalBufferSize: Int
+  /// How long a `GetManagedObjects` call may take.
+  public var callTimeout: Duration
+  /// The first reconnection delay.
+  public var reconnectDelay: Duration
+  /// The longest reconnection delay.
+  public var maxReconnectDelay: Duration
+
+  /// Makes the settings.
+  ///
+  /// - Parameters:
+  ///   - busAddress: The system bus address; `nil` for the default.
+  ///   - signalBufferSize: BlueZ signals buffered by the connection.
+  ///   - callTimeout: How long a `GetManagedObjects` call may take.
+  ///   - reconnectDelay: The first reconnection delay.
+  ///   - maxReconnectDelay: The longest reconnection delay.
+  public init(
+    busAddress: String? = nil, signalBufferSize: Int = 8192, callTimeout: Duration = .seconds(10),
+    reconnectDelay: Duration = .milliseconds(500), maxReconnectDelay: Duration = .seconds(30)
+  ) {
+    self.busAddress = busAddress
+    self.signalBufferSize = max(1, signalBufferSize)
+    self.callTimeout = callTimeout
+    self.reconnectDelay = reconnectDelay
+    self.maxReconnectDelay = maxReconnectDelay
+  }
+}
+
+extension Duration {
+  /// The duration in seconds.
+  var seconds: Double {
+    let parts = components
+    return Double(parts.seconds) + Double(parts.attoseconds) * 1e-18
+  }
+}

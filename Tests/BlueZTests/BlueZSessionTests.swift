@@ -1,0 +1,107 @@
+import BlueZ
+import BridgeCore
+import BusTestSupport
+import DBus
+import Logging
+import Testing
+
+/// One ``BlueZSession`` under the central and the peripheral, against a private dbus-daemon
+/// with the test playing bluetoothd (``FakeBlueZ``).
+@Suite(
+  "BlueZSession shared by both roles",
+  .enabled(if: PrivateBus.isAvailable, "dbus-daemon is not installed (apt-get install dbus)"),
+  .timeLimit(.minutes(1)))
+struct BlueZSessionTests {
+  /// A session on `bus` with a central and a peripheral on it, all running.
+  static func roles(_ bus: PrivateBus) -> (
+    BlueZSession, BlueZCentral, Recorder<CentralEvent>, BlueZPeripheral,
+    Recorder<PeripheralEvent>, Task<Void, Never>
+  ) {
+    var logger = Logger(label: "test.bluez.session")
+    logger.logLevel = .critical
+    let session = BlueZSession(
+      configuration: BlueZSessionConfiguration(
+        busAddress: bus.address, callTimeout: .seconds(5), reconnectDelay: .milliseconds(100)),
+      logger: logger)
+    let central = BlueZCentral(
+      session: session,
+      configuration: BlueZCentralConfiguration(watchdog: .init(enabled: false)), logger: logger)
+    let peripheral = BlueZPeripheral(
+      session: session,
+      configuration: BlueZPeripheralConfiguration(
+        callTimeout: .seconds(5), retryDelay: .milliseconds(100), maxRetryDelay: .milliseconds(400)
+      ), logger: logger)
+    let centralEvents = Recorder(central.events())
+    let peripheralEvents = Recorder(peripheral.peripheralEvents())
+    let task = Task {
+      await withTaskGroup(of: Void.self) { group in
+        group.addTask { await session.run() }
+        group.addTask { await central.run() }
+        group.addTask { await peripheral.run() }
+      }
+    }
+    return (session, central, centralEvents, peripheral, peripheralEvents, task)
+  }
+
+  static func isAdapter(_ id: String) -> (CentralEvent) -> Bool {
+    { event in
+      if case .adapterChanged(let info) = event { return info.id == id }
+      return false
+    }
+  }
+
+  @Test("one connection and one snapshot serve the central and the peripheral")
+  func oneConnectionForBothRoles() async throws {
+    try await PrivateBus.with { bus in
+      let fake = try await FakeBlueZ.start(on: bus)
+      let (session, central, centralEvents, peripheral, peripheralEvents, task) = Self.roles(bus)
+      defer { task.cancel() }
+      try await centralEvents.next(where: Self.isAdapter("hci0"))
+      try await central.startDiscovery(adapter: "hci0", filter: DiscoveryFilter())
+      try await peripheral.startPeripheral(PeripheralService(localName: "gw1"))
+      try await peripheralEvents.next("advertising") { $0 == .stateChanged(.advertising) }
+
+      let statistics = await session.statistics
+      #expect(statistics.connections == 1)
+      #expect(statistics.snapshots == 1)
+      #expect(statistics.synced)
+      // bluetoothd sees both roles' calls come from the same bus connection.
+      let discovery = try #require(fake.calls("StartDiscovery").first?.sender)
+      let application = try #require(fake.calls("RegisterApplication").first?.sender)
+      let advertisement = try #require(fake.calls("RegisterAdvertisement").first?.sender)
+      #expect(discovery == application && application == advertisement)
+      #expect(await central.statistics.connections == 1)
+      #expect(await peripheral.statistics.connections == 1)
+      await fake.stop()
+    }
+  }
+
+  @Test(
+    "a bluetoothd restart: one new snapshot; the central mirrors again, the peripheral registers again"
+  )
+  func restartOnSharedSession() async throws {
+    try await PrivateBus.with { bus in
+      let fake = try await FakeBlueZ.start(on: bus)
+      let (session, central, centralEvents, peripheral, peripheralEvents, task) = Self.roles(bus)
+      defer { task.cancel() }
+      try await centralEvents.next(where: Self.isAdapter("hci0"))
+      try await peripheral.startPeripheral(PeripheralService(localName: "gw1"))
+      try await peripheralEvents.next("advertising") { $0 == .stateChanged(.advertising) }
+
+      try await fake.restart()
+      try await centralEvents.next { $0 == .stackLost }
+      try await centralEvents.next(where: Self.isAdapter("hci0"))
+      let deadline = ContinuousClock.now + .seconds(10)
+      while fake.calls("RegisterAdvertisement").count < 2, ContinuousClock.now < deadline {
+        try await Task.sleep(for: .milliseconds(20))
+      }
+      #expect(fake.calls("RegisterApplication").count == 2)
+      #expect(fake.calls("RegisterAdvertisement").count == 2)
+      #expect(try await central.adapters().map(\.id) == ["hci0"])
+      let statistics = await session.statistics
+      #expect(statistics.connections == 1)
+      #expect(statistics.snapshots == 2)
+      await fake.stop()
+    }
+  }
+}
