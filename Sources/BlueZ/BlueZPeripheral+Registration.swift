@@ -1,3 +1,4 @@
+import Backoff
 import BridgeCore
 import DBus
 import Logging
@@ -110,11 +111,9 @@ extension BlueZPeripheral {
 
   /// The delay before the next attempt after `failures` failures in a row.
   func retryDelay(after failures: Int) -> Duration {
-    var delay = configuration.retryDelay
-    for _ in 1..<max(1, failures) where delay < configuration.maxRetryDelay {
-      delay *= 2
-    }
-    return min(delay, configuration.maxRetryDelay)
+    let backoff = Backoff(
+      minimum: configuration.retryDelay.seconds, maximum: configuration.maxRetryDelay.seconds)
+    return .seconds(backoff.nominalDelay(afterFailures: failures - 1))
   }
 
   /// `2 s`, `500 ms`.
