@@ -23,7 +23,6 @@ extension BlueZCentral: BlueZSessionClient {
     startupSettled = true
     dropStack()
     hub.finish()
-    watchdogHub.finish()
   }
 
   /// Follows the shared ``BlueZSession``: mirrors the current bluetoothd in the object model.

@@ -16,7 +16,7 @@ extension BlueZCentral {
       if let seen = model.lastAdvertisement[adapter.path], seen > state.since {
         if state.stage != .watching {
           logger.info("advertisements arrive again", metadata: ["ble.adapter": "\(id)"])
-          watchdogHub.yield(.recovered(adapter: id))
+          hub.yield(.scannerWatchdog(.recovered(adapter: id)))
         }
         watchdogs[id] = WatchdogState(since: seen, silentSince: seen)
         continue
@@ -59,9 +59,9 @@ extension BlueZCentral {
       sessions[id]?.started = false
       try await applyDiscovery(id, filter, byWatchdog: true)
       watchdogs[id]?.since = clock.now
-      watchdogHub.yield(.discoveryRestarted(adapter: id, silence: silence))
+      hub.yield(.scannerWatchdog(.discoveryRestarted(adapter: id, silence: silence)))
     } catch {
-      watchdogHub.yield(.stepFailed(adapter: id, step: .restartDiscovery, error: error))
+      hub.yield(.scannerWatchdog(.stepFailed(adapter: id, step: .restartDiscovery, error: error)))
     }
   }
 
@@ -80,9 +80,9 @@ extension BlueZCentral {
       try await poweredCall(id, true)
       try await applyDiscovery(id, filter, byWatchdog: true)
       watchdogs[id]?.since = clock.now
-      watchdogHub.yield(.adapterPowerCycled(adapter: id, silence: silence))
+      hub.yield(.scannerWatchdog(.adapterPowerCycled(adapter: id, silence: silence)))
     } catch {
-      watchdogHub.yield(.stepFailed(adapter: id, step: .powerCycle, error: error))
+      hub.yield(.scannerWatchdog(.stepFailed(adapter: id, step: .powerCycle, error: error)))
     }
     setResetting(id, false)
   }

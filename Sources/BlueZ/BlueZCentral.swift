@@ -62,7 +62,6 @@ public actor BlueZCentral: BLECentral {
   public nonisolated let configuration: BlueZCentralConfiguration
   let logger: Logger
   let hub: EventHub<CentralEvent>
-  let watchdogHub: EventHub<ScannerWatchdogEvent>
   let clock = ContinuousClock()
 
   /// The session the central made for itself, which ``run()`` runs; `nil` when it shares one.
@@ -116,7 +115,6 @@ public actor BlueZCentral: BLECentral {
     self.configuration = configuration
     self.logger = logger
     hub = EventHub(bufferSize: configuration.eventBufferSize)
-    watchdogHub = EventHub(bufferSize: 256)
     model = BlueZObjectModel(maxDevices: configuration.maxDevices)
     ownSession = owning ? session : nil
     session.register(self)
@@ -131,14 +129,6 @@ public actor BlueZCentral: BLECentral {
   /// - Returns: The events.
   public nonisolated func events() -> AsyncStream<CentralEvent> {
     hub.subscribe()
-  }
-
-  /// The steps of the scanner watchdog from now on (the port has no case for them); buffers the
-  /// newest 256.
-  ///
-  /// - Returns: The watchdog's steps.
-  public nonisolated func watchdogEvents() -> AsyncStream<ScannerWatchdogEvent> {
-    watchdogHub.subscribe()
   }
 
   /// The counters now.

@@ -14,7 +14,8 @@ public enum CentralEvent: Sendable, Hashable {
   /// all its current properties, not only the changed ones.
   case deviceUpdated(Advertisement)
   /// The stack dropped a device from its cache. The gateway keeps its own timing (the
-  /// ``DeviceRegistry``), so this does not forget the device.
+  /// ``DeviceRegistry``) except for private random addresses, which do not come back
+  /// (``DiscoveryBridge``).
   case deviceRemoved(BluetoothAddress)
   /// A device connected or disconnected.
   case connectionChanged(BluetoothAddress, connected: Bool)
@@ -29,4 +30,6 @@ public enum CentralEvent: Sendable, Hashable {
   /// Notifications of a characteristic were turned on or off (by us, or by the stack when the
   /// link went down).
   case notifyingChanged(GATTCharacteristicID, Bool)
+  /// The central's scanner watchdog took a step (``ScannerWatchdogEvent``).
+  case scannerWatchdog(ScannerWatchdogEvent)
 }

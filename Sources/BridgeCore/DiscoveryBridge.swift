@@ -10,7 +10,7 @@
 /// | topic | retain | when |
 /// |---|---|---|
 /// | `<base>/bridge/<gw>/adapters` | yes | an adapter's published state changed |
-/// | `<base>/bridge/<gw>/event` | no | adapter events (``AdapterTracker``), `device_discovered` |
+/// | `<base>/bridge/<gw>/event` | no | adapter events (``AdapterTracker``), `device_discovered`, scanner watchdog steps (``ScannerWatchdogEvent/bridgeEvent``) |
 /// | `<base>/bridge/<gw>/devices` | yes | membership, names, connection or availability changed; at most every ``Configuration/devicesInterval`` s, from the first tick |
 /// | `<base>/<dev>/advertisement` | no | an advertisement passes the filter and the rate limiter |
 /// | `<base>/<dev>/availability` | yes | a device is new, comes back or goes offline; cleared (empty retained) when forgotten or evicted |
@@ -141,6 +141,13 @@ public struct DiscoveryBridge: Sendable {
       return observe(advertisement, now: now)
     case .deviceRemoved(let address): return removed(address)
     case .servicesResolved, .notification, .notifyingChanged: return []
+    case .scannerWatchdog(let step):
+      let (type, data) = step.bridgeEvent
+      return [
+        .publish(
+          topic: topics.bridgeEvent, payload: BridgePayload.event(type: type, data: data),
+          retain: false)
+      ]
     case .connectionChanged(let address, let connected):
       guard
         registry.setConnection(address, connected ? .connected : .disconnected, now: now) != nil

@@ -11,7 +11,7 @@ extension GATTBridge {
     switch event {
     case .deviceAppeared(let advertisement), .deviceUpdated(let advertisement):
       return sighted(advertisement, now: now)
-    case .deviceRemoved, .adapterChanged, .adapterRemoved, .connectionRSSI:
+    case .deviceRemoved, .adapterChanged, .adapterRemoved, .connectionRSSI, .scannerWatchdog:
       return []
     case .stackLost:
       seen = []

@@ -28,7 +28,6 @@ public final class GatewayService: Service, Sendable {
   private let discovery: DiscoveryService?
   private let connections: ConnectionService?
   private let peripheralRole: PeripheralRoleService?
-  private let watchdogEvents: AsyncStream<ScannerWatchdogEvent>?
 
   /// Creates the gateway from a loaded configuration.
   /// - Parameters:
@@ -61,8 +60,6 @@ public final class GatewayService: Service, Sendable {
     }
     // One clock for every bridge: monotonic timers, wall-clock timestamps.
     let clock = BridgeClock.system
-    // Subscribed now, before the central runs, so no watchdog step is missed.
-    watchdogEvents = (central as? BlueZCentral)?.watchdogEvents()
     if let central {
       discovery = DiscoveryService(
         central: central,
@@ -128,9 +125,6 @@ public final class GatewayService: Service, Sendable {
       group.addTask { await self.logHealthOnSignal() }
       if let discovery = self.discovery {
         group.addTask { await discovery.run() }
-      }
-      if let watchdogEvents = self.watchdogEvents {
-        group.addTask { await self.reportWatchdog(watchdogEvents) }
       }
       if let connections = self.connections {
         group.addTask { await connections.run() }
@@ -328,19 +322,6 @@ public final class GatewayService: Service, Sendable {
         MQTTMessage(
           topic: replyTo, payload: payload, qos: .atLeastOnce,
           properties: MQTTPublishProperties(correlationData: message.properties.correlationData)))
-    }
-  }
-
-  private func reportWatchdog(_ events: AsyncStream<ScannerWatchdogEvent>) async {
-    for await event in events {
-      if Task.isCancelled { return }
-      let (type, data) = event.bridgeEvent
-      logger.warning(
-        "scanner watchdog: \(type)", metadata: ["ble.adapter": "\(event.adapter)"])
-      client.enqueue(
-        MQTTMessage(
-          topic: topics.bridgeEvent.rawValue, payload: BridgePayload.event(type: type, data: data),
-          qos: .atLeastOnce))
     }
   }
 

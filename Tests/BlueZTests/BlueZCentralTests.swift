@@ -270,18 +270,26 @@ struct BlueZCentralTests {
           restartAfter: .milliseconds(600), powerCycleAfter: .milliseconds(600),
           checkInterval: .milliseconds(100)))
       defer { task.cancel() }
-      let steps = Recorder(central.watchdogEvents())
+      let steps = Recorder(central.events())
       try await events.next(where: Self.isAdapter("hci0"))
       try await central.startDiscovery(adapter: "hci0", filter: DiscoveryFilter())
 
       try await steps.next {
-        if case .discoveryRestarted(adapter: "hci0", _) = $0 { true } else { false }
+        if case .scannerWatchdog(.discoveryRestarted(adapter: "hci0", _)) = $0 {
+          true
+        } else {
+          false
+        }
       }
       #expect(fake.calls("StopDiscovery").count == 1)
       #expect(fake.calls("StartDiscovery").count == 2)
 
       try await steps.next {
-        if case .adapterPowerCycled(adapter: "hci0", _) = $0 { true } else { false }
+        if case .scannerWatchdog(.adapterPowerCycled(adapter: "hci0", _)) = $0 {
+          true
+        } else {
+          false
+        }
       }
       #expect(fake.calls("Set Powered").map(\.arguments) == [[.bool(false)], [.bool(true)]])
       #expect(fake.calls("StartDiscovery").count == 3)
@@ -289,7 +297,7 @@ struct BlueZCentralTests {
       try await events.next(where: Self.isAdapter("hci0") { !$0.resetting && $0.powered })
 
       try await fake.change(path, "org.bluez.Device1", ["RSSI": .int16(-50)])
-      try await steps.next { $0 == .recovered(adapter: "hci0") }
+      try await steps.next { $0 == .scannerWatchdog(.recovered(adapter: "hci0")) }
       await fake.stop()
     }
   }

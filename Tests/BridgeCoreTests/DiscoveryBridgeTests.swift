@@ -164,6 +164,21 @@ struct DiscoveryBridgeTests {
     #expect(list.text?.contains("DA1122334455") == true)
   }
 
+  @Test("a scanner watchdog step from the central is published as a bridge event")
+  func watchdogStep() throws {
+    var bridge = DiscoveryBridge(topics: Fixture.topics)
+    let outputs = bridge.handle(
+      .scannerWatchdog(.discoveryRestarted(adapter: "hci0", silence: .seconds(60))), now: t0)
+    #expect(outputs.count == 1)
+    let output = try #require(outputs.first)
+    #expect(output.topic == "gatt2mqtt/bridge/pi/event")
+    #expect(output.retain == false)
+    let json = try JSONValue.parse(Array(try #require(output.text).utf8))
+    #expect(json["type"] == "scanner_restarted")
+    #expect(json["data"]?["adapter"] == "hci0")
+    #expect(json["data"]?["silence_s"] == 60)
+  }
+
   @Test("a hostile name reaches the payload raw while the topic stays the address")
   func hostileName() {
     var bridge = DiscoveryBridge(topics: Fixture.topics)

@@ -1,6 +1,3 @@
-public import BlueZ
-public import BridgeCore
-
 extension ScannerWatchdogEvent {
   /// The `<base>/bridge/<gw>/event` this watchdog step is reported as:
   /// `scanner_restarted`, `adapter_power_cycled`, `scanner_recovered` or

@@ -1,5 +1,3 @@
-public import BridgeCore
-
 /// A step of the scanner watchdog (``ScannerWatchdogConfiguration``), for the bridge to publish
 /// as a `bridge/<gw>/event`.
 public enum ScannerWatchdogEvent: Sendable, Hashable {

@@ -1,6 +1,4 @@
-import BlueZ
 import BridgeCore
-import Gateway
 import Testing
 
 @Suite("Scanner watchdog steps as bridge events")
