@@ -59,6 +59,26 @@ extension BlueZCentral: GATTCentral {
     deliver([resolved])
   }
 
+  /// Removes a device from BlueZ (`Adapter1.RemoveDevice` on the adapter that knows it), which
+  /// disconnects it and forgets its cache and pairing. A device BlueZ does not know, and one
+  /// it removed meanwhile, are not errors.
+  ///
+  /// - Parameter address: The device's address.
+  /// - Throws: ``CentralError`` `unavailable` when bluetoothd is away; BlueZ's refusals.
+  public func removeDevice(_ address: BluetoothAddress) async throws(CentralError) {
+    let (connection, owner) = try requireStack()
+    guard let device = model.device(address: address) else { return }
+    do {
+      _ = try await connection.call(
+        destination: owner, path: device.adapter, interface: BlueZNames.adapter,
+        member: "RemoveDevice", arguments: [.objectPath(device.path)],
+        timeout: configuration.callTimeout)
+    } catch {
+      if error.bluez == .doesNotExist || error.code == .unknownObject { return }
+      throw CentralError.bluez(error, operation: "RemoveDevice")
+    }
+  }
+
   /// Disconnects a device (`Device1.Disconnect`), which also cancels a connection attempt.
   /// A device BlueZ does not know, one that is not connected, and bluetoothd being away are not
   /// errors.

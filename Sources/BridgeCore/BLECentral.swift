@@ -44,4 +44,12 @@ public protocol BLECentral: Sendable {
   ///   - on: Whether to power it on.
   /// - Throws: ``CentralError`` when the stack refuses.
   func setPowered(adapter: String, _ on: Bool) async throws(CentralError)
+
+  /// Removes a device from the stack's cache (and its pairing, if any), disconnecting it first
+  /// when connected (the `device/remove` request); a device the stack does not know is not an
+  /// error.
+  ///
+  /// - Parameter address: The device's address.
+  /// - Throws: ``CentralError`` when the stack refuses.
+  func removeDevice(_ address: BluetoothAddress) async throws(CentralError)
 }

@@ -11,6 +11,8 @@ public enum BridgeOutput: Sendable, Hashable {
   case startDiscovery(adapter: String, filter: DiscoveryFilter)
   /// Stop LE discovery on the adapter (``BLECentral/stopDiscovery(adapter:)``).
   case stopDiscovery(adapter: String)
+  /// Ask the central to remove a device from the stack's cache (``BLECentral/removeDevice(_:)``).
+  case removeDevice(BluetoothAddress)
 }
 
 extension BridgeOutput {

@@ -1,7 +1,7 @@
 /// Decides the answer to each bridge request. Pure: the gateway supplies the live figures.
 public struct BridgeRequestRouter: Sendable {
-  /// Verbs of TOPICS.md served by the BLE roles, which later parts of the gateway implement;
-  /// until then they are answered with `not_supported` rather than silence.
+  /// Verbs of TOPICS.md served by the BLE roles; a gateway without the role they need answers
+  /// them with `not_supported` rather than silence.
   public static let bluetoothVerbs: Set<String> = [
     "scan", "device/connect", "device/disconnect", "device/remove", "peripheral/start",
     "peripheral/stop",
@@ -10,28 +10,47 @@ public struct BridgeRequestRouter: Sendable {
   /// Creates a router.
   public init() {}
 
-  /// Answers one request.
+  /// What the gateway does with one request.
+  public enum Route: Sendable, Hashable {
+    /// Publish this response now.
+    case answer(BridgeResponse)
+    /// Start (`true`) or stop (`false`) the peripheral role, then answer with this
+    /// transaction (the answer waits for BlueZ, so the gateway carries it out in a task it
+    /// owns).
+    case peripheral(start: Bool, transaction: JSONValue?)
+  }
+
+  /// Routes one request: every verb of TOPICS.md is decided here.
   /// - Parameters:
   ///   - verb: the topic's verb (`health_check`, `device/connect`, …).
   ///   - payload: the request's payload bytes.
   ///   - health: the current health figures, for `health_check`.
   ///   - scan: carries out a valid `scan` command (``DiscoveryBridge/apply(_:)``); the router
-  ///     sets the transaction. `nil` (no Bluetooth role yet) answers valid commands with
+  ///     sets the transaction. `nil` (no Bluetooth role) answers valid commands with
   ///     `not_supported`; invalid ones get `invalid_payload` either way.
   ///   - device: carries out `device/connect` (`true`) and `device/disconnect` (`false`) with
   ///     the request's object (``GATTBridge/deviceRequest(connect:body:now:)``); the router sets
   ///     the transaction. `nil` answers them with `not_supported`.
-  /// - Returns: the response to publish; never fails, bad input gets an error response.
-  public func respond(
+  ///   - remove: carries out `device/remove` with the request's object
+  ///     (``DiscoveryBridge/remove(_:)``); `nil` answers it with `not_supported`.
+  ///   - peripheral: whether the gateway runs a peripheral role (`peripheral/start|stop`).
+  /// - Returns: what to do; never fails, bad input gets an error response.
+  public func route(
     verb: String, payload: [UInt8], health: () -> HealthReport,
     scan: ((ScanCommand) -> BridgeResponse)? = nil,
-    device: ((Bool, JSONObject) -> BridgeResponse)? = nil
-  ) -> BridgeResponse {
+    device: ((Bool, JSONObject) -> BridgeResponse)? = nil,
+    remove: ((JSONObject) -> BridgeResponse)? = nil, peripheral: Bool = false
+  ) -> Route {
     let request: BridgeRequest
     do {
       request = try BridgeRequest(verb: verb, payload: payload)
     } catch {
-      return error
+      return .answer(error)
+    }
+    func answer(_ response: BridgeResponse) -> Route {
+      var response = response
+      response.transaction = request.transaction
+      return .answer(response)
     }
     switch verb {
     case "health_check":
@@ -39,40 +58,64 @@ public struct BridgeRequestRouter: Sendable {
       if case .object(let figures) = health().json {
         for (key, value) in figures { data[key] = value }
       }
-      return .success(data, transaction: request.transaction)
+      return answer(.success(data, transaction: nil))
     case "scan":
       let command: ScanCommand
       do {
         command = try ScanCommand(parsing: request.body)
       } catch {
-        return .failure(
-          code: error.code, message: error.description, transaction: request.transaction)
+        return answer(.failure(code: error.code, message: error.description, transaction: nil))
       }
-      guard let scan else { return notSupported(verb, transaction: request.transaction) }
-      var response = scan(command)
-      response.transaction = request.transaction
-      return response
+      guard let scan else { return answer(notSupported(verb)) }
+      return answer(scan(command))
     case "device/connect", "device/disconnect":
-      guard let device else { return notSupported(verb, transaction: request.transaction) }
-      var response = device(verb == "device/connect", request.body)
-      response.transaction = request.transaction
-      return response
-    case _ where Self.bluetoothVerbs.contains(verb):
-      return notSupported(verb, transaction: request.transaction)
+      guard let device else { return answer(notSupported(verb)) }
+      return answer(device(verb == "device/connect", request.body))
+    case "device/remove":
+      guard let remove else { return answer(notSupported(verb)) }
+      return answer(remove(request.body))
+    case "peripheral/start", "peripheral/stop":
+      guard peripheral else { return answer(notSupported(verb)) }
+      return .peripheral(start: verb == "peripheral/start", transaction: request.transaction)
     default:
       let known = (["health_check"] + Self.bluetoothVerbs.sorted()).joined(separator: ", ")
       // The verb is the requester's: quote at most 64 characters of it.
       let quoted = verb.count > 64 ? String(verb.prefix(64)) + "…" : verb
-      return .failure(
-        code: "unknown_request", message: "unknown request '\(quoted)'; known: \(known)",
-        transaction: request.transaction)
+      return answer(
+        .failure(
+          code: "unknown_request", message: "unknown request '\(quoted)'; known: \(known)",
+          transaction: nil))
     }
   }
 
-  private func notSupported(_ verb: String, transaction: JSONValue?) -> BridgeResponse {
+  /// Answers one request that needs no peripheral role (``route(verb:payload:health:scan:device:remove:peripheral:)``
+  /// without one).
+  /// - Parameters:
+  ///   - verb: the topic's verb.
+  ///   - payload: the request's payload bytes.
+  ///   - health: the current health figures, for `health_check`.
+  ///   - scan: carries out a valid `scan` command, or `nil`.
+  ///   - device: carries out `device/connect` and `device/disconnect`, or `nil`.
+  ///   - remove: carries out `device/remove`, or `nil`.
+  /// - Returns: the response to publish.
+  public func respond(
+    verb: String, payload: [UInt8], health: () -> HealthReport,
+    scan: ((ScanCommand) -> BridgeResponse)? = nil,
+    device: ((Bool, JSONObject) -> BridgeResponse)? = nil,
+    remove: ((JSONObject) -> BridgeResponse)? = nil
+  ) -> BridgeResponse {
+    switch route(
+      verb: verb, payload: payload, health: health, scan: scan, device: device, remove: remove)
+    {
+    case .answer(let response): return response
+    case .peripheral(_, let transaction): return notSupported(verb, transaction: transaction)
+    }
+  }
+
+  private func notSupported(_ verb: String, transaction: JSONValue? = nil) -> BridgeResponse {
     .failure(
       code: "not_supported",
-      message: "'\(verb)' needs the Bluetooth roles, which this build does not have yet",
+      message: "'\(verb)' needs a Bluetooth role this gateway does not run (bluetooth.radio)",
       transaction: transaction)
   }
 }

@@ -216,6 +216,49 @@ public struct DiscoveryBridge: Sendable {
     return (outputs, .success(data, transaction: nil))
   }
 
+  /// Carries out a `device/remove` request (`{"device":"A4C1381E29DF"}`, an id, or an address):
+  /// the device is forgotten here (``forget(_:)``: registry, presence, rate limiter, its
+  /// retained availability and presence cleared) and the central is asked to remove it from
+  /// the stack's cache, which also disconnects it.
+  ///
+  /// - Parameter body: The request's JSON object.
+  /// - Returns: What to do, and the response: `{"device":"A4C1381E29DF","forgotten":true}`
+  ///   (`forgotten` false when the gateway did not know the device; the stack is asked all the
+  ///   same), or `invalid_payload` / `unknown_device`.
+  public mutating func remove(_ body: JSONObject) -> (
+    outputs: [BridgeOutput], response: BridgeResponse
+  ) {
+    for key in body.keys.sorted() where key != "device" && key != "transaction" {
+      return (
+        [], .failure(code: "invalid_payload", message: "unknown key '\(key)'", transaction: nil)
+      )
+    }
+    guard case .string(let text) = body["device"] else {
+      return (
+        [],
+        .failure(
+          code: "invalid_payload", message: "\"device\" (a device id or an address) is required",
+          transaction: nil)
+      )
+    }
+    guard let address = try? BluetoothAddress(text) else {
+      let quoted = text.count > 64 ? String(text.prefix(64)) + "…" : text
+      return (
+        [],
+        .failure(
+          code: "unknown_device", message: "'\(quoted)' is not a device id or address",
+          transaction: nil)
+      )
+    }
+    let id = registry[address]?.id ?? DeviceID(address: address)
+    let forgotten = forget(address)
+    return (
+      forgotten + [.removeDevice(address)],
+      .success(
+        ["device": .string(id.rawValue), "forgotten": .bool(!forgotten.isEmpty)], transaction: nil)
+    )
+  }
+
   /// Forgets a device now (a `device/remove` request): it leaves the registry, the presence
   /// estimator and the rate limiter, and its retained availability and presence are cleared.
   ///

@@ -61,6 +61,11 @@ public final class DiscoveryService: Sendable {
     driver.feed { bridge, _ in bridge.apply(command) }
   }
 
+  /// Answers a `device/remove` bridge request (``DiscoveryBridge/remove(_:)``).
+  public func remove(_ body: JSONObject) -> BridgeResponse {
+    driver.feed { bridge, _ in bridge.remove(body) }
+  }
+
   /// Discovery figures for the health message.
   public var healthJSON: JSONObject { driver.read { $0.healthJSON } }
 
@@ -125,6 +130,14 @@ public final class DiscoveryService: Sendable {
         try await central.stopDiscovery(adapter: adapter)
       } catch {
         logger.debug("discovery stop failed: \(error)", metadata: ["ble.adapter": "\(adapter)"])
+      }
+    case .removeDevice(let address):
+      do {
+        try await central.removeDevice(address)
+        logger.info("device removed from the stack", metadata: ["ble.address": "\(address)"])
+      } catch {
+        logger.warning(
+          "the stack did not remove the device: \(error)", metadata: ["ble.address": "\(address)"])
       }
     }
   }

@@ -25,6 +25,10 @@ public final class GatewayService: Service, Sendable {
   private let router = BridgeRequestRouter()
   private let replyPolicy: ReplyTopicPolicy
   private let counters = Counters()
+  /// `peripheral/start|stop` requests waiting for ``servePeripheralCommands()``.
+  private let peripheralCommandStream: AsyncStream<PeripheralCommand>
+  private let peripheralCommands: AsyncStream<PeripheralCommand>.Continuation
+  private static let peripheralCommandLimit = 16
   private let discovery: DiscoveryService?
   private let connections: ConnectionService?
   private let peripheralRole: PeripheralRoleService?
@@ -42,6 +46,8 @@ public final class GatewayService: Service, Sendable {
   ) throws(GatewayError) {
     self.configuration = configuration
     self.logger = logger
+    (peripheralCommandStream, peripheralCommands) = AsyncStream.makeStream(
+      bufferingPolicy: .bufferingOldest(Self.peripheralCommandLimit))
     let gateway = GatewayID(
       configuration.gateway.id ?? GatewayConfiguration.Gateway.systemHostname())
     do {
@@ -131,6 +137,7 @@ public final class GatewayService: Service, Sendable {
       }
       if let peripheralRole = self.peripheralRole {
         group.addTask { await peripheralRole.run() }
+        group.addTask { await self.servePeripheralCommands() }
       }
       try? await gracefulShutdown()
       if let connections = self.connections {
@@ -226,31 +233,42 @@ public final class GatewayService: Service, Sendable {
     let device = connections.map { service in
       { (connect: Bool, body: JSONObject) in service.deviceRequest(connect: connect, body: body) }
     }
-    if let peripheralRole, verb == "peripheral/start" || verb == "peripheral/stop" {
-      let transaction: JSONValue?
-      do {
-        transaction = try BridgeRequest(verb: verb, payload: message.payload).transaction
-      } catch {
-        answer(verb: verb, error, to: message)
-        return
-      }
-      Task {
-        var response: BridgeResponse
-        if verb == "peripheral/start" {
-          response = await peripheralRole.start()
-        } else {
-          await peripheralRole.stop()
-          response = .success(transaction: nil)
-        }
-        response.transaction = transaction
-        self.answer(verb: verb, response, to: message)
-      }
-      return
-    }
-    let response = router.respond(
+    let remove = discovery.map { service in { (body: JSONObject) in service.remove(body) } }
+    let route = router.route(
       verb: verb, payload: message.payload, health: { self.health() }, scan: scan,
-      device: device)
-    answer(verb: verb, response, to: message)
+      device: device, remove: remove, peripheral: peripheralRole != nil)
+    switch route {
+    case .answer(let response):
+      answer(verb: verb, response, to: message)
+    case .peripheral(let start, let transaction):
+      let queued = PeripheralCommand(
+        start: start, verb: verb, transaction: transaction, message: message)
+      if case .dropped = peripheralCommands.yield(queued) {
+        answer(
+          verb: verb,
+          .failure(
+            code: "busy", message: "\(Self.peripheralCommandLimit) peripheral requests are waiting",
+            transaction: transaction), to: message)
+      }
+    }
+  }
+
+  /// Carries out `peripheral/start` and `peripheral/stop` one at a time, in order, and answers
+  /// each when BlueZ has.
+  private func servePeripheralCommands() async {
+    guard let peripheralRole else { return }
+    for await command in peripheralCommandStream {
+      var response: BridgeResponse
+      if command.start {
+        response = await peripheralRole.start()
+      } else {
+        await peripheralRole.stop()
+        response = .success(transaction: nil)
+      }
+      response.transaction = command.transaction
+      answer(verb: command.verb, response, to: command.message)
+      if Task.isCancelled { return }
+    }
   }
 
   /// Why `message` cannot be served without reading it — its payload was left out by the
@@ -396,4 +414,12 @@ public struct GatewayError: Error, CustomStringConvertible, Sendable {
   public let description: String
   /// Creates the error.
   public init(_ description: String) { self.description = description }
+}
+
+/// A `peripheral/start` or `peripheral/stop` request waiting to be carried out.
+private struct PeripheralCommand: Sendable {
+  var start: Bool
+  var verb: String
+  var transaction: JSONValue?
+  var message: MQTTMessage
 }

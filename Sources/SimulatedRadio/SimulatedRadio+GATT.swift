@@ -36,6 +36,16 @@ extension SimulatedRadio {
     }
   }
 
+  /// Removes a device from the simulated stack's cache, disconnecting it first; it appears
+  /// again with its next advertisement.
+  /// - Parameter address: the device.
+  /// - Throws: never: an unknown device is not an error.
+  public func removeDevice(_ address: BluetoothAddress) async throws(CentralError) {
+    try update { (engine: inout SimulationEngine) throws(CentralError) in
+      engine.removeDevice(address)
+    }
+  }
+
   /// Reads a characteristic after the world's GATT latency.
   /// - Parameters:
   ///   - characteristic: what to read.

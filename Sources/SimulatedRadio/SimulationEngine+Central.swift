@@ -126,6 +126,16 @@ extension SimulationEngine {
     return dropLink(index)
   }
 
+  /// Forgets a device as BlueZ's `RemoveDevice` does: the link (if any) drops, the device is
+  /// reported removed, and its next advertisement makes it appear again.
+  mutating func removeDevice(_ address: BluetoothAddress) -> [Effect] {
+    guard let index = byAddress[address], devices[index].known else { return [] }
+    var effects = devices[index].connected ? dropLink(index) : []
+    devices[index].known = false
+    effects.append(.central(.deviceRemoved(address)))
+    return effects
+  }
+
   /// Ends a link: notifications stop, the device advertises again.
   mutating func dropLink(_ index: Int) -> [Effect] {
     devices[index].connected = false

@@ -182,6 +182,39 @@ struct BlueZCentralTests {
     }
   }
 
+  @Test(
+    "removeDevice calls Adapter1.RemoveDevice on the device's adapter; unknown and gone are not errors"
+  )
+  func removeDevice() async throws {
+    try await PrivateBus.with { bus in
+      let fake = try await FakeBlueZ.start(on: bus)
+      let path = try await fake.addDevice(Self.deviceAddress)
+      let (central, events, task) = Self.central(bus)
+      defer { task.cancel() }
+      try await events.next(where: Self.isAdapter("hci0"))
+      let address = try BluetoothAddress(Self.deviceAddress)
+
+      try await central.removeDevice(address)
+      let calls = fake.calls("RemoveDevice")
+      #expect(calls.map(\.path) == ["/org/bluez/hci0"])
+      #expect(calls.first?.arguments == [.objectPath(try DBusObjectPath(path))])
+
+      // BlueZ removed it meanwhile: not an error.
+      fake.fail("RemoveDevice", with: "org.bluez.Error.DoesNotExist")
+      try await central.removeDevice(address)
+      // A refusal is reported.
+      fake.fail("RemoveDevice", with: "org.bluez.Error.NotPermitted")
+      let refused = await #expect(throws: CentralError.self) {
+        try await central.removeDevice(address)
+      }
+      #expect(refused?.code == .notPermitted)
+      // A device BlueZ does not know: nothing to do.
+      try await central.removeDevice(try BluetoothAddress("11:22:33:44:55:66"))
+      #expect(fake.calls("RemoveDevice").count == 3)
+      await fake.stop()
+    }
+  }
+
   @Test("wrong property types from the stack are ignored, not fatal")
   func brokenProperties() async throws {
     try await PrivateBus.with { bus in

@@ -75,7 +75,10 @@ struct BridgePlaneTests {
 
   @Test(
     "without a radio (no handler given), Bluetooth verbs answer not_supported",
-    arguments: ["device/connect", "device/disconnect", "peripheral/start"])
+    arguments: [
+      "device/connect", "device/disconnect", "device/remove", "peripheral/start",
+      "peripheral/stop",
+    ])
   func bluetoothVerbsWithoutRadio(verb: String) {
     let response = router.respond(verb: verb, payload: [], health: health)
     #expect(response.errorCode == "not_supported")
@@ -96,6 +99,36 @@ struct BridgePlaneTests {
     #expect(response.ok)
     #expect(response.data["queued"] == true)
     #expect(response.transaction == .integer(3))
+  }
+
+  @Test("device/remove reaches its handler with the request's object, transaction echoed")
+  func removeReachesTheHandler() {
+    let response = router.respond(
+      verb: "device/remove", payload: Array(#"{"device":"AABBCCDDEEFF","transaction":"r"}"#.utf8),
+      health: health,
+      remove: { body in
+        #expect(body["device"] == "AABBCCDDEEFF")
+        return .success(["forgotten": true], transaction: nil)
+      })
+    #expect(response.ok)
+    #expect(response.data["forgotten"] == true)
+    #expect(response.transaction == "r")
+  }
+
+  @Test(
+    "with a peripheral role, peripheral/start and stop are routed to it with the transaction",
+    arguments: [("peripheral/start", true), ("peripheral/stop", false)])
+  func peripheralVerbsAreRouted(verb: String, start: Bool) {
+    let route = router.route(
+      verb: verb, payload: Array(#"{"transaction":7}"#.utf8), health: health, peripheral: true)
+    #expect(route == .peripheral(start: start, transaction: .integer(7)))
+    let invalid = router.route(
+      verb: verb, payload: Array("[]".utf8), health: health, peripheral: true)
+    guard case .answer(let response) = invalid else {
+      Issue.record("an invalid payload must be answered at once, got \(invalid)")
+      return
+    }
+    #expect(response.errorCode == "invalid_payload")
   }
 
   @Test("a valid scan request without a scanner answers not_supported, with the transaction")

@@ -27,6 +27,7 @@ struct DiscoveryBridgeTests {
             pending += bridge.discoveryFailed(adapter: adapter, error: error)
           }
         case .stopDiscovery(let adapter): try? await central.stopDiscovery(adapter: adapter)
+        case .removeDevice(let address): try? await central.removeDevice(address)
         }
       }
     }
@@ -177,6 +178,38 @@ struct DiscoveryBridgeTests {
     #expect(json["type"] == "scanner_restarted")
     #expect(json["data"]?["adapter"] == "hci0")
     #expect(json["data"]?["silence_s"] == 60)
+  }
+
+  @Test(
+    "device/remove forgets the device, clears its retained state and asks the stack to remove it")
+  func removeRequest() throws {
+    var bridge = DiscoveryBridge(topics: Fixture.topics)
+    _ = bridge.tick(now: t0)
+    _ = bridge.handle(.deviceUpdated(Fixture.advert()), now: t0)
+    let address = Fixture.address("A4:C1:38:1E:29:DF")
+    let (outputs, response) = bridge.remove(["device": "A4C1381E29DF"])
+    #expect(response.ok)
+    #expect(response.data == ["device": "A4C1381E29DF", "forgotten": true])
+    #expect(
+      outputs.map(\.topic) == [
+        "gatt2mqtt/A4C1381E29DF/availability", "gatt2mqtt/A4C1381E29DF/presence", nil,
+      ])
+    #expect(outputs.last == .removeDevice(address))
+    #expect(bridge.registry.count == 0)
+    // Unknown to the gateway: the stack is asked all the same.
+    let (again, unknown) = bridge.remove(["device": "A4:C1:38:1E:29:DF"])
+    #expect(again == [.removeDevice(address)])
+    #expect(unknown.data["forgotten"] == false)
+    // Bad requests.
+    #expect(bridge.remove([:]).response.errorCode == "invalid_payload")
+    #expect(
+      bridge.remove(["device": "A4C1381E29DF", "force": true]).response.errorCode
+        == "invalid_payload")
+    #expect(bridge.remove(["device": 12]).response.errorCode == "invalid_payload")
+    let long = String(repeating: "x", count: 10_000)
+    let refused = bridge.remove(["device": .string(long)]).response
+    #expect(refused.errorCode == "unknown_device")
+    #expect((refused.message ?? "").count < 120)
   }
 
   @Test("a hostile name reaches the payload raw while the topic stays the address")

@@ -40,5 +40,9 @@ actor FakeCentral: BLECentral {
     calls.append("power \(adapter) \(on ? "on" : "off")")
   }
 
+  func removeDevice(_ address: BluetoothAddress) async throws(CentralError) {
+    calls.append("remove \(address)")
+  }
+
   func failStarts(with error: CentralError?) { startError = error }
 }

@@ -26,6 +26,7 @@ private final class StuckDiscoveryCentral: BLECentral {
   }
   func stopDiscovery(adapter: String) async throws(CentralError) {}
   func setPowered(adapter: String, _ on: Bool) async throws(CentralError) {}
+  func removeDevice(_ address: BluetoothAddress) async throws(CentralError) {}
 }
 
 /// A bridge that publishes one message per event and asks for one radio command per event.

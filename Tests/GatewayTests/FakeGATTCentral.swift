@@ -13,6 +13,7 @@ final class FakeGATTCentral: GATTCentral {
     var notifyCalls: [(GATTCharacteristicID, Bool)] = []
     var connects: [BluetoothAddress] = []
     var disconnects: [BluetoothAddress] = []
+    var removals: [BluetoothAddress] = []
   }
 
   let state = Mutex(State())
@@ -32,6 +33,9 @@ final class FakeGATTCentral: GATTCentral {
   func startDiscovery(adapter: String, filter: DiscoveryFilter) async throws(CentralError) {}
   func stopDiscovery(adapter: String) async throws(CentralError) {}
   func setPowered(adapter: String, _ on: Bool) async throws(CentralError) {}
+  func removeDevice(_ address: BluetoothAddress) async throws(CentralError) {
+    state.withLock { $0.removals.append(address) }
+  }
 
   func connect(_ address: BluetoothAddress, timeout: Double) async throws(CentralError) {
     state.withLock { $0.connects.append(address) }

@@ -139,6 +139,47 @@ struct SimulatedGatewayTests {
     await run.finish()
   }
 
+  @Test(
+    "device/remove: forgotten, retained state cleared, removed from the stack (disconnected); it comes back"
+  )
+  func deviceRemove() async throws {
+    let run = try await SimulatedRun(
+      world: """
+        advertising_interval: 0.2
+        devices:
+          - kind: battery
+            name: bat
+        """, ["--bluetooth.connect.names", "bat"])
+    let battery = try #require(await run.device(named: "bat"))
+    #expect(await eventually { run.connectionStates(battery).last == "ready" })
+    @Sendable func discovered() -> Int {
+      run.json("\(run.base)/event").filter {
+        $0["type"]?.stringValue == "device_discovered"
+          && $0["data"]?["id"]?.stringValue == battery
+      }.count
+    }
+    #expect(await eventually { discovered() == 1 })
+    try await run.publish(
+      "\(run.base)/request/device/remove", #"{"device":"\#(battery)","transaction":"rm"}"#)
+    #expect(await eventually { !run.json("\(run.base)/response/device/remove").isEmpty })
+    let response = try #require(run.json("\(run.base)/response/device/remove").first)
+    #expect(response["status"] == "ok")
+    #expect(response["transaction"] == "rm")
+    #expect(response["data"]?["forgotten"] == true)
+    #expect(
+      await eventually {
+        run.messages("gatt2mqtt/\(battery)/availability").contains { $0.payload.isEmpty }
+      })
+    // The simulated stack removed it too, dropping the link (which the policy then restores);
+    // its next advertisement makes it a new device again.
+    #expect(
+      await eventually {
+        run.connectionStates(battery).drop { $0 != "ready" }.contains("disconnected")
+      }, "\(run.connectionStates(battery))")
+    #expect(await eventually { discovered() == 2 })
+    await run.finish()
+  }
+
   @Test("C2: the service-UUID filter publishes only matching devices")
   func filter() async throws {
     let run = try await SimulatedRun(
