@@ -284,6 +284,26 @@ public struct DiscoveryBridge: Sendable {
     return forget(address)
   }
 
+  /// Takes a link state from the connection half (``CentralBridge``): the device's record, and
+  /// so the devices list, shows the state `<dev>/connection` shows; presence follows whether
+  /// the device is connected.
+  ///
+  /// - Parameters:
+  ///   - address: The device's address.
+  ///   - state: Its link's state.
+  ///   - now: The time.
+  /// - Returns: What to publish (a presence reading when it became connected or
+  ///   disconnected); nothing for a device the registry does not hold.
+  public mutating func linkStateChanged(
+    _ address: BluetoothAddress, _ state: ConnectionState, now: Double
+  ) -> [BridgeOutput] {
+    guard let record = registry[address], record.connection != state else { return [] }
+    _ = registry.setConnection(address, state, now: now)
+    devicesChanged = true
+    guard record.connection.isConnected != state.isConnected else { return [] }
+    return presenceOutputs(address, presence.setConnected(address, state.isConnected, now: now))
+  }
+
   /// Notes that starting discovery on an adapter failed (the central threw).
   ///
   /// - Parameters:

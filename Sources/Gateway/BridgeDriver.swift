@@ -10,11 +10,20 @@ enum DriverAction<Command: Sendable>: Sendable {
   /// Publish retained state that the client re-publishes after every reconnect (and does not
   /// queue while disconnected).
   case state(MQTTMessage)
-  /// A radio call, carried out by ``BridgeDriver/runCommands(_:perform:)`` off the publishing
-  /// path.
-  case command(Command)
+  /// A radio call, carried out by ``BridgeDriver/runCommands(perform:)`` off the publishing
+  /// path, in its lane.
+  case command(Command, CommandLane)
   /// Nothing (an output that cannot be carried out; the bridge already reported why).
   case none
+}
+
+/// How the driver carries out a radio command.
+enum CommandLane: Sendable {
+  /// One at a time, in order (discovery start/stop, read-value updates).
+  case serial
+  /// Each in its own child task, at once (connections and GATT operations, whose number the
+  /// bridge bounds).
+  case concurrent
 }
 
 /// A pure bridge the ``BridgeDriver`` runs.
@@ -44,22 +53,14 @@ protocol DrivenBridge: Sendable {
 ///   MQTT client in order while the bridge's lock is held (so the order of steps is the order
 ///   on the wire); the client's offline queue is the bounded queue, and what it drops is
 ///   counted in `health` (`mqtt.dropped`).
-/// - **Radio calls run off the publishing path**: they go to a queue of at most
-///   ``commandLimit`` commands that ``runCommands(_:perform:)`` carries out one at a time in
+/// - **Radio calls run off the publishing path**: they wait, at most ``commandLimit`` of them,
+///   for ``runCommands(perform:)``, which carries them out by ``CommandLane``: one at a time in
 ///   order (discovery start/stop) or each in its own child task (connections and GATT
 ///   operations, whose number the bridge already bounds). A command over the limit is dropped,
 ///   counted in ``droppedCommands`` and logged: it means a bridge asked for more than it
 ///   should, never that MQTT traffic was held back.
 /// - **Time is monotonic** (``BridgeClock``): a wall-clock jump fires no timer.
 final class BridgeDriver<Bridge: DrivenBridge>: Sendable {
-  /// How ``runCommands(_:perform:)`` carries out commands.
-  enum CommandMode: Sendable {
-    /// One at a time, in order.
-    case serial
-    /// Each in its own child task, at once.
-    case concurrent
-  }
-
   /// The clock the bridge runs on.
   let clock: BridgeClock
   /// The most commands waiting to be carried out.
@@ -69,8 +70,10 @@ final class BridgeDriver<Bridge: DrivenBridge>: Sendable {
   private let client: MQTTClient
   private let qos: MQTTQoS
   private let logger: Logger
-  private let commands: AsyncStream<Bridge.Command>
-  private let commandSink: AsyncStream<Bridge.Command>.Continuation
+  private let serial: AsyncStream<Bridge.Command>
+  private let serialSink: AsyncStream<Bridge.Command>.Continuation
+  private let concurrent: AsyncStream<Bridge.Command>
+  private let concurrentSink: AsyncStream<Bridge.Command>.Continuation
   private let waiting = Atomic<Int>(0)
   private let dropped = Atomic<UInt64>(0)
 
@@ -93,7 +96,8 @@ final class BridgeDriver<Bridge: DrivenBridge>: Sendable {
     self.qos = qos
     self.commandLimit = max(1, commandLimit)
     self.logger = logger
-    (commands, commandSink) = AsyncStream.makeStream(of: Bridge.Command.self)
+    (serial, serialSink) = AsyncStream.makeStream(of: Bridge.Command.self)
+    (concurrent, concurrentSink) = AsyncStream.makeStream(of: Bridge.Command.self)
   }
 
   /// Commands dropped because ``commandLimit`` were already waiting.
@@ -170,21 +174,22 @@ final class BridgeDriver<Bridge: DrivenBridge>: Sendable {
     }
   }
 
-  /// Carries out commands until the task is cancelled.
+  /// Carries out commands until the task is cancelled: the serial lane one at a time in order,
+  /// the concurrent lane each in a child task.
   ///
-  /// - Parameters:
-  ///   - mode: One at a time or concurrently.
-  ///   - perform: The radio call; it feeds its outcome back through ``feed(_:)``.
-  func runCommands(
-    _ mode: CommandMode, perform: @escaping @Sendable (Bridge.Command) async -> Void
-  ) async {
+  /// - Parameter perform: The radio call; it feeds its outcome back through ``feed(_:)``.
+  func runCommands(perform: @escaping @Sendable (Bridge.Command) async -> Void) async {
     await withDiscardingTaskGroup { group in
-      for await command in commands {
-        waiting.subtract(1, ordering: .relaxed)
-        switch mode {
-        case .serial: await perform(command)
-        case .concurrent: group.addTask { await perform(command) }
+      group.addTask {
+        for await command in self.serial {
+          self.waiting.subtract(1, ordering: .relaxed)
+          await perform(command)
+          if Task.isCancelled { break }
         }
+      }
+      for await command in concurrent {
+        waiting.subtract(1, ordering: .relaxed)
+        group.addTask { await perform(command) }
         if Task.isCancelled { break }
       }
       group.cancelAll()
@@ -194,8 +199,10 @@ final class BridgeDriver<Bridge: DrivenBridge>: Sendable {
   /// Queues a command as if the bridge had asked for it (for work the service schedules
   /// itself, such as retries).
   ///
-  /// - Parameter command: The command.
-  func enqueue(_ command: Bridge.Command) {
+  /// - Parameters:
+  ///   - command: The command.
+  ///   - lane: How it is carried out.
+  func enqueue(_ command: Bridge.Command, lane: CommandLane) {
     let count = waiting.add(1, ordering: .relaxed).newValue
     guard count <= commandLimit else {
       waiting.subtract(1, ordering: .relaxed)
@@ -204,17 +211,23 @@ final class BridgeDriver<Bridge: DrivenBridge>: Sendable {
         "radio command dropped: \(commandLimit) already waiting (\(total) dropped so far)")
       return
     }
-    commandSink.yield(command)
+    switch lane {
+    case .serial: serialSink.yield(command)
+    case .concurrent: concurrentSink.yield(command)
+    }
   }
 
-  /// Ends ``runCommands(_:perform:)`` once the commands already queued are handed out.
-  func finish() { commandSink.finish() }
+  /// Ends ``runCommands(perform:)`` once the commands already queued are handed out.
+  func finish() {
+    serialSink.finish()
+    concurrentSink.finish()
+  }
 
   private func carryOut(_ output: Bridge.Output) {
     switch Bridge.action(for: output, qos: qos) {
     case .publish(let message): client.enqueue(message)
     case .state(let message): client.setRetainedState(message)
-    case .command(let command): enqueue(command)
+    case .command(let command, let lane): enqueue(command, lane: lane)
     case .none: break
     }
   }

@@ -83,7 +83,7 @@ public enum GatewayRunner {
       central: central, peripheral: peripheral,
       services: [
         .init(service: BlueZSessionService(session: session)),
-        .init(service: CentralService(central: central)),
+        .init(service: BlueZCentralService(central: central)),
         .init(service: PeripheralStackService(peripheral: peripheral)),
       ])
   }
@@ -152,7 +152,7 @@ struct BlueZSessionService: Service {
 }
 
 /// Runs the BLE central until the service group shuts down.
-struct CentralService: Service {
+struct BlueZCentralService: Service {
   let central: BlueZCentral
 
   func run() async throws {

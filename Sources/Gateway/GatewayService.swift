@@ -29,8 +29,7 @@ public final class GatewayService: Service, Sendable {
   private let peripheralCommandStream: AsyncStream<PeripheralCommand>
   private let peripheralCommands: AsyncStream<PeripheralCommand>.Continuation
   private static let peripheralCommandLimit = 16
-  private let discovery: DiscoveryService?
-  private let connections: ConnectionService?
+  private let centralRole: CentralRoleService?
   private let peripheralRole: PeripheralRoleService?
 
   /// Creates the gateway from a loaded configuration.
@@ -67,23 +66,15 @@ public final class GatewayService: Service, Sendable {
     // One clock for every bridge: monotonic timers, wall-clock timestamps.
     let clock = BridgeClock.system
     if let central {
-      discovery = DiscoveryService(
+      centralRole = CentralRoleService(
         central: central,
-        bridge: DiscoveryBridge(
+        discovery: DiscoveryBridge(
           topics: topics, configuration: configuration.discoveryBridgeConfiguration),
+        gatt: GATTBridge(topics: topics, configuration: configuration.gattBridgeConfiguration),
         client: client, qos: MQTTQoS(rawValue: configuration.mqtt.qos) ?? .atLeastOnce,
         clock: clock, logger: logger)
     } else {
-      discovery = nil
-    }
-    if let central = central as? any GATTCentral {
-      connections = ConnectionService(
-        central: central,
-        bridge: GATTBridge(topics: topics, configuration: configuration.gattBridgeConfiguration),
-        client: client, qos: MQTTQoS(rawValue: configuration.mqtt.qos) ?? .atLeastOnce,
-        clock: clock, logger: logger)
-    } else {
-      connections = nil
+      centralRole = nil
     }
     if let peripheral {
       let p = configuration.peripheral
@@ -129,20 +120,17 @@ public final class GatewayService: Service, Sendable {
       group.addTask { await self.serveRequests() }
       group.addTask { await self.publishHealth() }
       group.addTask { await self.logHealthOnSignal() }
-      if let discovery = self.discovery {
-        group.addTask { await discovery.run() }
-      }
-      if let connections = self.connections {
-        group.addTask { await connections.run() }
+      if let centralRole = self.centralRole {
+        group.addTask { await centralRole.run() }
       }
       if let peripheralRole = self.peripheralRole {
         group.addTask { await peripheralRole.run() }
         group.addTask { await self.servePeripheralCommands() }
       }
       try? await gracefulShutdown()
-      if let connections = self.connections {
+      if let centralRole = self.centralRole, centralRole.servesConnections {
         logger.info("closing Bluetooth connections")
-        await connections.shutdown(timeout: 1)
+        await centralRole.shutdown(timeout: 1)
       }
       if let peripheralRole = self.peripheralRole {
         logger.info("withdrawing the peripheral service")
@@ -165,7 +153,9 @@ public final class GatewayService: Service, Sendable {
 
   private func subscribeToRequests() async {
     var filters = [(topics.bridgeRequestFilter.rawValue, "bridge")]
-    if connections != nil { filters += topics.deviceRequestFilters.map { ($0.rawValue, "device") } }
+    if centralRole?.servesConnections == true {
+      filters += topics.deviceRequestFilters.map { ($0.rawValue, "device") }
+    }
     if peripheralRole != nil {
       filters.append((topics.peripheralTextSet.rawValue, "peripheral text"))
     }
@@ -226,14 +216,14 @@ public final class GatewayService: Service, Sendable {
       return
     }
     guard case .bridge(let verb) = request else {
-      connections?.request(request, message: message)
+      centralRole?.request(request, message: message)
       return
     }
-    let scan = discovery.map { service in { (command: ScanCommand) in service.scan(command) } }
-    let device = connections.map { service in
+    let scan = centralRole.map { service in { (command: ScanCommand) in service.scan(command) } }
+    let device = centralRole.flatMap { $0.servesConnections ? $0 : nil }.map { service in
       { (connect: Bool, body: JSONObject) in service.deviceRequest(connect: connect, body: body) }
     }
-    let remove = discovery.map { service in { (body: JSONObject) in service.remove(body) } }
+    let remove = centralRole.map { service in { (body: JSONObject) in service.remove(body) } }
     let route = router.route(
       verb: verb, payload: message.payload, health: { self.health() }, scan: scan,
       device: device, remove: remove, peripheral: peripheralRole != nil)
@@ -308,7 +298,7 @@ public final class GatewayService: Service, Sendable {
         code: code == "payload_too_large" ? "too_long" : code, message: text)
     default:
       logger.warning("request refused: \(text)", metadata: ["mqtt.topic": "\(message.topic)"])
-      connections?.refuse(request, message: message, code: code, text: text)
+      centralRole?.refuse(request, message: message, code: code, text: text)
     }
   }
 
@@ -385,8 +375,12 @@ public final class GatewayService: Service, Sendable {
     report.receivedDiscarded = stats.receivedDiscarded
     report.requestsRefused = counters.requestsRefused.withLock { $0 }
     report.repliesRefused = counters.repliesRefused.withLock { $0 }
-    if let discovery { report.sections["discovery"] = .object(discovery.healthJSON) }
-    if let connections { report.sections["connections"] = .object(connections.healthJSON) }
+    if let centralRole {
+      report.sections["discovery"] = .object(centralRole.discoveryHealthJSON)
+      if centralRole.servesConnections {
+        report.sections["connections"] = .object(centralRole.connectionsHealthJSON)
+      }
+    }
     if let peripheralRole { report.sections["peripheral"] = .object(peripheralRole.healthJSON) }
     return report
   }

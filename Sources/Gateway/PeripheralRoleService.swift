@@ -55,7 +55,7 @@ public final class PeripheralRoleService: Sendable {
       group.addTask { await self.consumeEvents() }
       group.addTask { await self.sender() }
       group.addTask {
-        await self.driver.runCommands(.serial) { command in
+        await self.driver.runCommands { command in
           if case .setReadValue(let value) = command { await self.peripheral.setReadValue(value) }
         }
       }
@@ -157,7 +157,7 @@ extension PeripheralBridge: DrivenBridge {
         topic: topic.rawValue, payload: payload, qos: .atLeastOnce, retain: retain)
       return retain ? .state(message) : .publish(message)
     case .setReadValue:
-      return .command(output)
+      return .command(output, .serial)
     }
   }
 

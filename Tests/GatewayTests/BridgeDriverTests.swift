@@ -36,7 +36,7 @@ private struct EchoBridge: DrivenBridge {
 
   static func action(for output: String, qos: MQTTQoS) -> DriverAction<String> {
     output.hasPrefix("cmd:")
-      ? .command(output) : .publish(MQTTMessage(topic: output, payload: [], qos: qos))
+      ? .command(output, .serial) : .publish(MQTTMessage(topic: output, payload: [], qos: qos))
   }
 
   mutating func tick(now: Double, wallClockOffset: Double) -> [String] {
@@ -79,9 +79,10 @@ struct BridgeDriverTests {
     try await observer.subscribe("gatt2mqtt/+/advertisement", qos: .atLeastOnce)
 
     let central = StuckDiscoveryCentral()
-    let service = DiscoveryService(
-      central: central, bridge: DiscoveryBridge(topics: topics), client: client,
-      qos: .atLeastOnce, logger: quietLogger("discovery"))
+    let service = CentralRoleService(
+      central: central, discovery: DiscoveryBridge(topics: topics),
+      gatt: GATTBridge(topics: topics), client: client, qos: .atLeastOnce,
+      logger: quietLogger("discovery"))
     let running = Task { await service.run() }
     defer { running.cancel() }
     // Scanning starts at once (scan_on_start) and hangs.
@@ -109,7 +110,7 @@ struct BridgeDriverTests {
       logger: quietLogger("driver"))
     let started = Atomic<Int>(0)
     let worker = Task {
-      await driver.runCommands(.serial) { _ in
+      await driver.runCommands { _ in
         started.add(1, ordering: .relaxed)
         try? await Task.sleep(for: .seconds(3600))  // a radio call that never returns
       }
@@ -166,43 +167,48 @@ struct BridgeDriverTests {
     let address = try BluetoothAddress("A4:C1:38:1E:29:DF")
     let device = DeviceID(address: address)
 
-    // Discovery: offline after 90 s unseen.
-    var discovery = DiscoveryBridge(topics: topics)
-    _ = discovery.tick(now: clock.now(), wallClockOffset: clock.wallClockOffset())
+    // One central bridge: discovery (offline after 90 s unseen) and a connection policy.
+    var bridge = CentralBridge(
+      discovery: DiscoveryBridge(topics: topics, configuration: .init(devicesInterval: 0)),
+      gatt: GATTBridge(
+        topics: topics, configuration: .init(policy: ConnectionPolicy(addresses: [address]))))
+    func tick() -> [CentralBridge.Output] {
+      bridge.tick(now: clock.now(), wallClockOffset: clock.wallClockOffset())
+    }
+    func connects(_ outputs: [CentralBridge.Output]) -> Bool {
+      outputs.contains { if case .gatt(.connect) = $0 { true } else { false } }
+    }
+    #expect(connects(tick()))
     let seenAt = time.wall.withLock { $0 }
-    _ = discovery.handle(
-      .deviceAppeared(Advertisement(address: address, rssi: -60)), now: clock.now())
-    time.advance(5)
+    _ = bridge.handle(.deviceAppeared(Advertisement(address: address, rssi: -60)), now: clock.now())
+    // The attempt fails: a retry after retry_min_delay (2 s), whatever the wall clock does.
+    _ = bridge.connections(now: clock.now()) {
+      $0.connectFinished(
+        address, error: CentralError(.timeout, message: "no answer"), now: clock.now())
+    }
+    time.advance(1)
     time.jumpWall(jump)
-    let outputs = discovery.tick(now: clock.now(), wallClockOffset: clock.wallClockOffset())
+    let outputs = tick()
+    #expect(!connects(outputs))
     let offline = outputs.contains {
-      if case .publish(let topic, _, _) = $0 { return topic == topics.availability(device) }
+      if case .discovery(.publish(let topic, _, _)) = $0 {
+        return topic == topics.availability(device)
+      }
       return false
     }
     #expect(!offline)
-    #expect(discovery.registry[address]?.online == true)
+    #expect(bridge.discovery.registry[address]?.online == true)
     // The devices list carries last_seen in today's wall time: the sighting, seen through the
     // jumped clock.
     let list = outputs.compactMap { output -> JSONValue? in
-      guard case .publish(let topic, let payload, _) = output, topic == topics.bridgeDevices
+      guard case .discovery(.publish(let topic, let payload, _)) = output,
+        topic == topics.bridgeDevices
       else { return nil }
       return try? JSONValue.parse(payload)
     }.first
-    let lastSeen = list?.arrayValue?.first?.objectValue?["last_seen"]
-    #expect(lastSeen == .integer(Int64(((seenAt + jump) * 1000).rounded())))
-
-    // Connections: a failed attempt retries after retry_min_delay (2 s), whatever the wall
-    // clock does.
-    var gatt = GATTBridge(
-      topics: topics, configuration: .init(policy: ConnectionPolicy(addresses: [address])))
-    _ = gatt.tick(now: clock.now(), wallClockOffset: clock.wallClockOffset())
-    _ = gatt.connectFinished(
-      address, error: CentralError(.timeout, message: "no answer"), now: clock.now())
-    time.jumpWall(jump)
-    let early = gatt.tick(now: clock.now(), wallClockOffset: clock.wallClockOffset())
-    #expect(!early.contains { if case .connect = $0 { true } else { false } })
-    time.advance(2)
-    let due = gatt.tick(now: clock.now(), wallClockOffset: clock.wallClockOffset())
-    #expect(due.contains { if case .connect = $0 { true } else { false } })
+    let entry: JSONValue? = list?.arrayValue?.first
+    #expect(entry?["last_seen"] == .integer(Int64(((seenAt + jump) * 1000).rounded())))
+    time.advance(1)
+    #expect(connects(tick()))
   }
 }

@@ -7,7 +7,7 @@ import Testing
 @testable import Gateway
 
 @Suite("Connection service with a real broker")
-struct ConnectionServiceTests {
+struct CentralRoleServiceTests {
   static let address = try! BluetoothAddress("A4:C1:38:1E:29:DF")
   static let control = BluetoothUUID(uuid16: 0xFFF0)
   static let command = BluetoothUUID(uuid16: 0xFFF1)
@@ -29,9 +29,9 @@ struct ConnectionServiceTests {
     let gatewayClient = try await connectedClient(configuration(broker))
     defer { Task { await gatewayClient.shutdown(finalMessages: [], timeout: 1) } }
     let central = FakeGATTCentral(tree: Self.tree)
-    let service = ConnectionService(
-      central: central,
-      bridge: GATTBridge(
+    let service = CentralRoleService(
+      central: central, discovery: DiscoveryBridge(topics: topics),
+      gatt: GATTBridge(
         topics: topics,
         configuration: .init(policy: ConnectionPolicy(addresses: [Self.address]))),
       client: gatewayClient, qos: .atLeastOnce, logger: quietLogger("connections"))

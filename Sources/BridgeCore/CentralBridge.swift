@@ -1,0 +1,139 @@
+/// The central role as one pure state machine: the discovery half (``DiscoveryBridge``:
+/// adapters, advertisements, the device registry, presence) and the connection half
+/// (``GATTBridge``: connections, GATT, transfers) fed the **same** events, with one device
+/// model.
+///
+/// The ``DeviceRegistry`` is the one list of devices (row C3): every link state the connection
+/// half reaches (`connecting`, `connected`, `discovering`, `ready`, `failed`, `disconnected`) is
+/// copied into the device's record in the same step, so `<base>/bridge/<gw>/devices` and
+/// `<base>/<dev>/connection` never disagree, and a connected device is never offline, forgotten
+/// or evicted.
+///
+/// The gateway feeds it every ``CentralEvent`` (``handle(_:now:)``), a tick about once a
+/// second (``tick(now:)``), `scan` and `device/remove` requests through ``discovery(_:)``, and
+/// device-plane requests and the outcomes of connections and GATT operations through
+/// ``connections(now:_:)``; it carries out every ``Output`` in order.
+public struct CentralBridge: Sendable {
+  /// What the bridge asks for, from either half.
+  public enum Output: Sendable, Hashable {
+    /// A publication or discovery command of the discovery half.
+    case discovery(BridgeOutput)
+    /// A publication, reply, connection or GATT operation of the connection half.
+    case gatt(GATTOutput)
+  }
+
+  /// The discovery half.
+  public private(set) var discovery: DiscoveryBridge
+  /// The connection half; `nil` for a central without GATT.
+  public private(set) var gatt: GATTBridge?
+
+  /// Makes a bridge from its two halves.
+  ///
+  /// - Parameters:
+  ///   - discovery: The discovery half.
+  ///   - gatt: The connection half, or `nil` for a central that cannot connect.
+  public init(discovery: DiscoveryBridge, gatt: GATTBridge? = nil) {
+    self.discovery = discovery
+    self.gatt = gatt
+  }
+
+  /// Seconds to add to `now` for the timestamps in payloads, in both halves (see
+  /// ``DiscoveryBridge/wallClockOffset``).
+  public var wallClockOffset: Double {
+    get { discovery.wallClockOffset }
+    set {
+      discovery.wallClockOffset = newValue
+      gatt?.wallClockOffset = newValue
+    }
+  }
+
+  /// Takes in one event from the central: the discovery half first, then the connection half.
+  ///
+  /// - Parameters:
+  ///   - event: The event.
+  ///   - now: When it happened (monotonic seconds, see ``DiscoveryBridge/wallClockOffset``).
+  /// - Returns: What to do, in order.
+  public mutating func handle(_ event: CentralEvent, now: Double) -> [Output] {
+    let known = discovery.registry.count
+    var outputs = discovery.handle(event, now: now).map(Output.discovery)
+    let newDevice = discovery.registry.count != known
+    outputs += connections(now: now, syncing: newDevice) { $0.handle(event, now: now) }
+    return outputs
+  }
+
+  /// Lets time pass in both halves: retries of the connection half first (so that the devices
+  /// list published by the discovery half's tick holds their states).
+  ///
+  /// - Parameter now: The time.
+  /// - Returns: What to do.
+  public mutating func tick(now: Double) -> [Output] {
+    var outputs = connections(now: now) { $0.tick(now: now) }
+    outputs += discovery.tick(now: now).map(Output.discovery)
+    return outputs
+  }
+
+  /// Runs one step of the discovery half (a `scan` or `device/remove` request).
+  ///
+  /// - Parameter step: What to do with the discovery half; returns its outputs and a result.
+  /// - Returns: The outputs and the step's result.
+  public mutating func discovery<Result>(
+    _ step: (inout DiscoveryBridge) -> ([BridgeOutput], Result)
+  ) -> ([Output], Result) {
+    let (outputs, result) = step(&discovery)
+    return (outputs.map(Output.discovery), result)
+  }
+
+  /// Runs one step of the connection half (a request, the outcome of a connection or an
+  /// operation) and copies the link states it changed into the device registry.
+  ///
+  /// - Parameters:
+  ///   - now: The time.
+  ///   - step: What to do with the connection half; returns its outputs and a result.
+  /// - Returns: The outputs and the step's result; `nil` for a central without GATT.
+  public mutating func connections<Result>(
+    now: Double, _ step: (inout GATTBridge) -> ([GATTOutput], Result)
+  ) -> ([Output], Result)? {
+    guard var half = gatt else { return nil }
+    gatt = nil  // no copy of the half while it changes
+    let (produced, result) = step(&half)
+    gatt = half
+    var outputs = produced.map(Output.gatt)
+    // Every link state change publishes the retained `<dev>/connection`.
+    if produced.contains(where: \.isRetainedPublication) { outputs += syncLinkStates(now: now) }
+    return (outputs, result)
+  }
+
+  /// Runs one step of the connection half that has no result.
+  ///
+  /// - Parameters:
+  ///   - now: The time.
+  ///   - syncing: Whether to copy link states into the registry even when no state changed
+  ///     (a device just entered the registry).
+  ///   - step: What to do with the connection half.
+  /// - Returns: The outputs; none for a central without GATT.
+  public mutating func connections(
+    now: Double, syncing: Bool = false, _ step: (inout GATTBridge) -> [GATTOutput]
+  ) -> [Output] {
+    var outputs = connections(now: now) { (step(&$0), ()) }?.0 ?? []
+    if syncing { outputs += syncLinkStates(now: now) }
+    return outputs
+  }
+
+  /// Copies each link's state into its device's record where they differ.
+  private mutating func syncLinkStates(now: Double) -> [Output] {
+    guard let gatt else { return [] }
+    var outputs: [Output] = []
+    for (address, link) in gatt.links where discovery.registry[address]?.connection != link.state {
+      outputs += discovery.linkStateChanged(address, link.state, now: now).map(Output.discovery)
+    }
+    return outputs
+  }
+}
+
+extension GATTOutput {
+  /// Whether this is a retained publication.
+  var isRetainedPublication: Bool {
+    if case .publish(_, _, let retain) = self { return retain }
+    return false
+  }
+}

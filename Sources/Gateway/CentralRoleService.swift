@@ -1,0 +1,327 @@
+import Backoff
+public import BridgeCore
+import Foundation
+public import Logging
+public import Mosquitto
+import Synchronization
+
+/// Runs the central role (rows C1–C11): BLE central events, `scan` and `device/*` requests and
+/// device-plane requests in; MQTT publications, discovery commands, connections and GATT
+/// operations out.
+///
+/// The pure ``CentralBridge`` decides everything (one device model for discovery and
+/// connections). A ``BridgeDriver`` feeds it the central's events (one subscription) and a
+/// one-second tick, hands its publications to the MQTT client at once, and carries out its
+/// radio commands off that path: discovery start/stop and device removals one at a time in
+/// order (a failed start is reported once and retried with ``Backoff``), connections and GATT
+/// operations each in a child task, their outcomes fed back to the bridge. The bridge hands out
+/// one operation per characteristic at a time, so operations on one characteristic never
+/// overlap, and a slow `StartDiscovery` or device never holds back a publication.
+public final class CentralRoleService: Sendable {
+  private let central: any BLECentral
+  private let gattCentral: (any GATTCentral)?
+  private let driver: BridgeDriver<CentralBridge>
+  private let logger: Logger
+  /// Discovery starts to try again (adapter → filter, when, attempts so far): bluetoothd answers
+  /// `InProgress` for a while after it (re)starts, and a refused start must not stop scanning
+  /// for good. Times are the driver's monotonic clock.
+  private let retries = Mutex<[String: (filter: DiscoveryFilter, at: Double, attempts: Int)]>([:])
+
+  /// The delays between discovery start attempts: 1 s, 2 s, 4 s … up to 30 s.
+  private static let retryBackoff = Backoff(minimum: 1, maximum: 30)
+
+  /// Creates the service.
+  ///
+  /// - Parameters:
+  ///   - central: The BLE central (BlueZ, or a simulated one); connections and GATT are served
+  ///     when it is also a ``GATTCentral``.
+  ///   - discovery: The configured discovery half.
+  ///   - gatt: The configured connection half (used only with a ``GATTCentral``).
+  ///   - client: Where publications go.
+  ///   - qos: QoS of non-retained publications.
+  ///   - clock: The clock the bridge runs on.
+  ///   - logger: Where failures are logged.
+  public init(
+    central: any BLECentral, discovery: DiscoveryBridge, gatt: GATTBridge, client: MQTTClient,
+    qos: MQTTQoS, clock: BridgeClock = .system, logger: Logger
+  ) {
+    self.central = central
+    gattCentral = central as? any GATTCentral
+    self.logger = logger
+    let bridge = CentralBridge(discovery: discovery, gatt: gattCentral == nil ? nil : gatt)
+    driver = BridgeDriver(bridge: bridge, clock: clock, client: client, qos: qos, logger: logger)
+  }
+
+  /// Whether the central serves connections and GATT (device-plane requests).
+  public var servesConnections: Bool { gattCentral != nil }
+
+  /// Runs until the task is cancelled.
+  public func run() async {
+    await withTaskGroup(of: Void.self) { group in
+      group.addTask { await self.driver.runCommands { await self.perform($0) } }
+      group.addTask { await self.consumeEvents() }
+      group.addTask {
+        await self.driver.runTicks(every: .seconds(1)) { self.startDueRetries() }
+      }
+      await group.next()
+      group.cancelAll()
+    }
+    driver.finish()
+  }
+
+  /// Answers a `scan` bridge request (start/stop/filter).
+  public func scan(_ command: ScanCommand) -> BridgeResponse {
+    driver.feed { bridge, _ in bridge.discovery { $0.apply(command) } }
+  }
+
+  /// Answers a `device/remove` bridge request (``DiscoveryBridge/remove(_:)``).
+  public func remove(_ body: JSONObject) -> BridgeResponse {
+    driver.feed { bridge, _ in bridge.discovery { $0.remove(body) } }
+  }
+
+  /// Answers `device/connect` and `device/disconnect` bridge requests.
+  ///
+  /// - Parameters:
+  ///   - connect: `true` for `device/connect`.
+  ///   - body: The request's JSON object.
+  /// - Returns: The response.
+  public func deviceRequest(connect: Bool, body: JSONObject) -> BridgeResponse {
+    driver.feed { bridge, now in
+      bridge.connections(now: now) { $0.deviceRequest(connect: connect, body: body, now: now) }
+        ?? ([], Self.noConnections)
+    }
+  }
+
+  /// Serves a device-plane request (`connection/set`, `/get`, `/set`, `/notify`).
+  ///
+  /// - Parameters:
+  ///   - request: The parsed topic.
+  ///   - message: The message.
+  public func request(_ request: Topics.Request, message: MQTTMessage) {
+    let reply = message.properties.responseTopic.map {
+      ReplyAddress(topic: $0, correlationData: message.properties.correlationData)
+    }
+    driver.feed { bridge, now in
+      bridge.connections(now: now) {
+        $0.request(request, payload: message.payload, reply: reply, now: now)
+      }
+    }
+  }
+
+  /// Refuses a device-plane request that cannot be served (see
+  /// ``GATTBridge/refuse(_:code:message:reply:)``).
+  ///
+  /// - Parameters:
+  ///   - request: The parsed topic.
+  ///   - message: The message (its Response Topic, if any, gets the answer too).
+  ///   - code: The error code.
+  ///   - text: What a person reads.
+  public func refuse(_ request: Topics.Request, message: MQTTMessage, code: String, text: String) {
+    let reply = message.properties.responseTopic.map {
+      ReplyAddress(topic: $0, correlationData: message.properties.correlationData)
+    }
+    driver.feed { bridge, now in
+      bridge.connections(now: now) { $0.refuse(request, code: code, message: text, reply: reply) }
+    }
+  }
+
+  /// Tears every link down in order (notifications off, then disconnect) and waits until all
+  /// are down or `timeout` seconds passed; then disconnects what is left.
+  ///
+  /// - Parameter timeout: The most seconds to wait.
+  public func shutdown(timeout: Double = 5) async {
+    guard let gattCentral else { return }
+    driver.feed { bridge, now in bridge.connections(now: now) { $0.shutdown(now: now) } }
+    let deadline = ContinuousClock.now + .seconds(timeout)
+    while ContinuousClock.now < deadline, driver.read({ $0.gatt?.isIdle == false }) {
+      try? await Task.sleep(for: .milliseconds(50))
+    }
+    let left = driver.read { $0.gatt?.connectedAddresses ?? [] }
+    for address in left {
+      logger.warning("forcing a disconnect at shutdown", metadata: ["ble.address": "\(address)"])
+      try? await gattCentral.disconnect(address)
+    }
+  }
+
+  /// Discovery figures for the health message.
+  public var discoveryHealthJSON: JSONObject { driver.read { $0.discovery.healthJSON } }
+
+  /// Connection figures for the health message, with the radio commands waiting and dropped.
+  public var connectionsHealthJSON: JSONObject {
+    var json = driver.read { $0.gatt?.healthJSON ?? [:] }
+    json["radio_commands_waiting"] = .integer(Int64(driver.waitingCommands))
+    json["radio_commands_dropped"] = .integer(Int64(clamping: driver.droppedCommands))
+    return json
+  }
+
+  private static let noConnections = BridgeResponse.failure(
+    code: "not_supported", message: "this Bluetooth central cannot connect", transaction: nil)
+
+  private func consumeEvents() async {
+    // Subscribe before taking the snapshot, so nothing falls between the two.
+    let events = central.events()
+    do {
+      for adapter in try await central.adapters() {
+        driver.feed { bridge, now in bridge.handle(.adapterChanged(adapter), now: now) }
+      }
+    } catch {
+      logger.warning("Bluetooth adapters unavailable: \(error)")
+    }
+    await driver.consume(events) { bridge, event, now in bridge.handle(event, now: now) }
+  }
+
+  /// Queues the discovery starts whose retry time has come, for adapters that should still
+  /// scan.
+  private func startDueRetries() {
+    let now = driver.clock.now()
+    let due = retries.withLock { retries in
+      let ready = retries.filter { $0.value.at <= now }
+      for adapter in ready.keys { retries[adapter]?.at = .infinity }
+      return ready
+    }
+    for (adapter, retry) in due.sorted(by: { $0.key < $1.key }) {
+      guard driver.read({ $0.discovery.adapters.shouldDiscover(adapter) }) else {
+        retries.withLock { $0[adapter] = nil }
+        continue
+      }
+      driver.enqueue(
+        .discovery(.startDiscovery(adapter: adapter, filter: retry.filter)), lane: .serial)
+    }
+  }
+
+  private func perform(_ command: CentralBridge.Output) async {
+    switch command {
+    case .discovery(let output): await perform(output)
+    case .gatt(let output): await perform(output)
+    }
+  }
+
+  private func perform(_ command: BridgeOutput) async {
+    switch command {
+    case .publish: break  // never a command (see `action(for:qos:)`)
+    case .startDiscovery(let adapter, let filter):
+      do {
+        try await central.startDiscovery(adapter: adapter, filter: filter)
+        retries.withLock { $0[adapter] = nil }
+        logger.info("discovery started", metadata: ["ble.adapter": "\(adapter)"])
+      } catch {
+        let now = driver.clock.now()
+        let attempts = retries.withLock { retries in
+          let attempts = (retries[adapter]?.attempts ?? 0) + 1
+          let delay = Self.retryBackoff.nominalDelay(afterFailures: attempts - 1)
+          retries[adapter] = (filter, now + delay, attempts)
+          return attempts
+        }
+        logger.error(
+          "discovery could not start (attempt \(attempts)), retrying: \(error)",
+          metadata: ["ble.adapter": "\(adapter)"])
+        // Reported once per failure streak, not on every retry.
+        if attempts == 1 {
+          driver.feed { bridge, _ in
+            bridge.discovery { ($0.discoveryFailed(adapter: adapter, error: error), ()) }.0
+          }
+        }
+      }
+    case .stopDiscovery(let adapter):
+      do {
+        try await central.stopDiscovery(adapter: adapter)
+      } catch {
+        logger.debug("discovery stop failed: \(error)", metadata: ["ble.adapter": "\(adapter)"])
+      }
+    case .removeDevice(let address):
+      do {
+        try await central.removeDevice(address)
+        logger.info("device removed from the stack", metadata: ["ble.address": "\(address)"])
+      } catch {
+        logger.warning(
+          "the stack did not remove the device: \(error)", metadata: ["ble.address": "\(address)"])
+      }
+    }
+  }
+
+  private func perform(_ command: GATTOutput) async {
+    guard let gattCentral else { return }
+    switch command {
+    case .publish, .reply: break  // never a command (see `action(for:qos:)`)
+    case .connect(let address, let timeout):
+      logger.info("connecting", metadata: ["ble.address": "\(address)"])
+      var failure: CentralError?
+      do throws(CentralError) {
+        try await gattCentral.connect(address, timeout: timeout)
+      } catch {
+        failure = error
+        logger.warning("connection failed: \(error)", metadata: ["ble.address": "\(address)"])
+      }
+      driver.feed { bridge, now in
+        bridge.connections(now: now) { $0.connectFinished(address, error: failure, now: now) }
+      }
+    case .disconnect(let address):
+      logger.info("disconnecting", metadata: ["ble.address": "\(address)"])
+      do {
+        try await gattCentral.disconnect(address)
+      } catch {
+        logger.warning("disconnect failed: \(error)", metadata: ["ble.address": "\(address)"])
+      }
+    case .execute(let operation):
+      await execute(operation, on: gattCentral)
+    }
+  }
+
+  private func execute(_ operation: GATTOperation, on central: any GATTCentral) async {
+    let id = operation.characteristic
+    let result: Result<[UInt8], CentralError>
+    do throws(CentralError) {
+      switch operation.kind {
+      case .read:
+        result = .success(try await central.read(id, timeout: operation.timeout))
+      case .write(let value, let withResponse):
+        try await central.write(
+          id, value: value, withResponse: withResponse, timeout: operation.timeout)
+        result = .success([])
+      case .notify(let enabled):
+        try await central.setNotify(id, enabled: enabled, timeout: operation.timeout)
+        result = .success([])
+      }
+    } catch {
+      logger.warning(
+        "GATT \(operation.kind.name) failed: \(error)",
+        metadata: ["ble.characteristic": "\(id)"])
+      result = .failure(error)
+    }
+    driver.feed { bridge, now in
+      bridge.connections(now: now) { $0.operationFinished(operation.id, result: result, now: now) }
+    }
+  }
+}
+
+extension CentralBridge: DrivenBridge {
+  typealias Command = CentralBridge.Output
+
+  static func action(for output: Output, qos: MQTTQoS) -> DriverAction<Output> {
+    switch output {
+    case .discovery(.publish(let topic, let payload, let retain)),
+      .gatt(.publish(let topic, let payload, let retain)):
+      return .publish(
+        MQTTMessage(
+          topic: topic.rawValue, payload: payload, qos: retain ? .atLeastOnce : qos,
+          retain: retain))
+    case .gatt(.reply(let address, let payload)):
+      // The reply topic was checked against `ReplyTopicPolicy`; one that is not a valid topic
+      // name cannot be published.
+      guard (try? TopicName(address.topic)) != nil else { return .none }
+      return .publish(
+        MQTTMessage(
+          topic: address.topic, payload: payload, qos: .atLeastOnce,
+          properties: MQTTPublishProperties(correlationData: address.correlationData)))
+    case .discovery:
+      return .command(output, .serial)
+    case .gatt:
+      return .command(output, .concurrent)
+    }
+  }
+
+  mutating func tick(now: Double, wallClockOffset: Double) -> [Output] {
+    self.wallClockOffset = wallClockOffset
+    return tick(now: now)
+  }
+}
