@@ -36,16 +36,18 @@ let package = Package(
 
     // Retry delays, shared by the MQTT client, the BlueZ session and the bridges.
     .target(name: "Backoff", swiftSettings: strict),
+    // The mailbox and poll of the two loop threads (MQTT, D-Bus); not a product.
+    .target(name: "LoopSupport", swiftSettings: strict),
     .target(
       name: "Mosquitto",
       dependencies: [
-        "CMosquitto", "Backoff",
+        "CMosquitto", "Backoff", "LoopSupport",
         .product(name: "Logging", package: "swift-log"),
         .product(name: "DequeModule", package: "swift-collections"),
         .product(name: "OrderedCollections", package: "swift-collections"),
       ],
       swiftSettings: strict),
-    .target(name: "DBus", dependencies: ["CDBus"], swiftSettings: strict),
+    .target(name: "DBus", dependencies: ["CDBus", "LoopSupport"], swiftSettings: strict),
     .target(name: "BridgeCore", dependencies: ["Backoff"], swiftSettings: strict),
     .target(
       name: "BlueZ",
@@ -81,6 +83,7 @@ let package = Package(
       swiftSettings: strict),
 
     .testTarget(name: "BackoffTests", dependencies: ["Backoff"], swiftSettings: strict),
+    .testTarget(name: "LoopSupportTests", dependencies: ["LoopSupport"], swiftSettings: strict),
     .testTarget(name: "BridgeCoreTests", dependencies: ["BridgeCore"], swiftSettings: strict),
     .testTarget(
       name: "DBusTests", dependencies: ["DBus", "BusTestSupport"], swiftSettings: strict),

@@ -1,6 +1,7 @@
 internal import CDBus
 import Foundation
 import Glibc
+import LoopSupport
 import Synchronization
 
 /// What the filter saw, recorded for the loop to process after `dbus_connection_dispatch`.
@@ -13,21 +14,20 @@ enum BusRecord {
 ///
 /// Every libdbus call happens on the bus thread. It polls the connection's watches (from
 /// `dbus_connection_set_watch_functions`) and a wake-up pipe that other threads write to after
-/// putting a ``BusCommand`` in the inbox, fires libdbus timeouts (which is what times out
+/// posting a ``BusCommand`` to its mailbox, fires libdbus timeouts (which is what times out
 /// pending calls), dispatches incoming messages through one filter, and completes pending calls.
 final class BusCore: @unchecked Sendable {
   // Safety: the properties under "bus thread state" are read and written only on the bus thread
-  // (the loop and the libdbus callbacks it triggers); `inbox`, `stats` and `tokens` are
-  // Mutex-protected; the rest is immutable after init. The connection pointer is used only on the
+  // (the loop and the libdbus callbacks it triggers); `mailbox`, `stats` and `tokens` are
+  // thread-safe; the rest is immutable after init. The connection pointer is used only on the
   // bus thread, and in `deinit` after that thread has ended (it holds a strong reference).
 
   let uniqueName: String
-  let inbox = Mutex<(commands: [BusCommand], closed: Bool)>(([], false))
+  /// Commands for the bus thread; closed once the thread has ended.
+  let mailbox: LoopMailbox<BusCommand>
   let stats = Mutex(DBusStatistics())
   private let tokens = Mutex<UInt64>(0)
   private let connection: OpaquePointer
-  private let wakeFD: Int32
-  private let wakeWriteFD: Int32
   let canPassFDs: Bool
 
   // MARK: bus thread state
@@ -68,18 +68,15 @@ final class BusCore: @unchecked Sendable {
   /// At most this many exported method calls run at once; more get `LimitsExceeded`.
   static let maxConcurrentIncomingCalls = 512
 
-  private init(connection: OpaquePointer, uniqueName: String, wake: (Int32, Int32)) {
+  private init(connection: OpaquePointer, uniqueName: String, mailbox: LoopMailbox<BusCommand>) {
     self.connection = connection
     self.uniqueName = uniqueName
-    self.wakeFD = wake.0
-    self.wakeWriteFD = wake.1
+    self.mailbox = mailbox
     self.canPassFDs = dbus_connection_can_send_type(connection, CDBUS_TYPE_UNIX_FD) != 0
   }
 
   deinit {
     dbus_connection_unref(connection)
-    close(wakeFD)
-    close(wakeWriteFD)
   }
 
   // MARK: opening
@@ -118,20 +115,17 @@ final class BusCore: @unchecked Sendable {
       waiter.resume(returning: .failure(failure))
       return
     }
-    var fds: [Int32] = [-1, -1]
-    guard pipe(&fds) == 0 else {
+    let mailbox: LoopMailbox<BusCommand>
+    do {
+      mailbox = try LoopMailbox()
+    } catch {
       dbus_connection_close(connection)
       dbus_connection_unref(connection)
-      let text = String(cString: strerror(errno))
-      waiter.resume(returning: .failure(DBusError(.connectionFailed, "pipe failed: \(text)")))
+      waiter.resume(returning: .failure(DBusError(.connectionFailed, error.description)))
       return
     }
-    for fd in fds {
-      _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-      _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-    }
     let core = BusCore(
-      connection: connection, uniqueName: String(cString: name), wake: (fds[0], fds[1]))
+      connection: connection, uniqueName: String(cString: name), mailbox: mailbox)
     guard core.installCallbacks() else {
       core.teardown()
       waiter.resume(returning: .failure(DBusError(.noMemory, "cannot install libdbus callbacks")))
@@ -188,16 +182,7 @@ final class BusCore: @unchecked Sendable {
   /// Queues a command for the bus thread and wakes it; answers it at once if the bus thread
   /// has ended.
   func send(_ command: BusCommand) {
-    let accepted = inbox.withLock { inbox in
-      if !inbox.closed { inbox.commands.append(command) }
-      return !inbox.closed
-    }
-    guard accepted else {
-      BusCore.refuse(command)
-      return
-    }
-    var one: UInt8 = 1
-    _ = write(wakeWriteFD, &one, 1)  // a full pipe already means "wake up"
+    if !mailbox.post(command) { BusCore.refuse(command) }
   }
 
   // MARK: callbacks (bus thread)
@@ -241,7 +226,7 @@ final class BusCore: @unchecked Sendable {
   }
 
   private func pollOnce() {
-    var fds = [pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
+    var fds = [mailbox.wakePollFD]
     var polled: [OpaquePointer] = []
     for watch in watches where dbus_watch_get_enabled(watch) != 0 {
       let flags = dbus_watch_get_flags(watch)
@@ -255,12 +240,17 @@ final class BusCore: @unchecked Sendable {
     if let deadline = timeouts.values.min() {
       timeout = Int32(max(0, min(60_000, (deadline - now()) * 1000)).rounded(.up))
     }
-    let ready = poll(&fds, nfds_t(fds.count), timeout)
-    guard ready > 0 else { return }
-    if fds[0].revents != 0 {
-      var buffer = [UInt8](repeating: 0, count: 256)
-      while read(wakeFD, &buffer, buffer.count) > 0 {}
+    let ready: Int
+    do {
+      ready = try pollDescriptors(&fds, timeout: timeout)
+    } catch {
+      // Nothing the thread can mend: a descriptor closed under it. The watches change with the
+      // next dispatch; waiting a moment keeps a broken descriptor from spinning the thread.
+      usleep(10_000)
+      return
     }
+    guard ready > 0 else { return }
+    if fds[0].revents != 0 { mailbox.drainWakeUps() }
     for (index, watch) in polled.enumerated() {
       let revents = fds[index + 1].revents
       // An earlier dbus_watch_handle may have removed this watch.
@@ -389,11 +379,7 @@ final class BusCore: @unchecked Sendable {
   // MARK: commands
 
   private func drainInbox() {
-    let commands = inbox.withLock { inbox in
-      defer { inbox.commands.removeAll() }
-      return inbox.commands
-    }
-    for command in commands { execute(command) }
+    for command in mailbox.take() { execute(command) }
   }
 
   private func execute(_ command: BusCommand) {
@@ -506,12 +492,7 @@ final class BusCore: @unchecked Sendable {
     records.removeAll()
     teardown()
     stats.withLock { $0.connected = false }
-    let rest = inbox.withLock { inbox in
-      inbox.closed = true
-      defer { inbox.commands.removeAll() }
-      return inbox.commands
-    }
-    for command in rest { BusCore.refuse(command) }
+    for command in mailbox.close() { BusCore.refuse(command) }
     for waiter in closeWaiters { waiter.resume() }
     closeWaiters.removeAll()
   }

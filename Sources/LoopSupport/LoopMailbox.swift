@@ -1,0 +1,102 @@
+public import Glibc
+import Synchronization
+
+/// The mailbox of a loop thread (the MQTT client's and each D-Bus connection's): other threads
+/// post commands and wake the thread through a pipe, which the thread polls together with its
+/// own sockets.
+///
+/// Once ``close()`` has been called, ``post(_:)`` refuses every command, so that the caller
+/// answers it itself and nothing waits for a thread that has ended.
+public final class LoopMailbox<Command: Sendable>: Sendable {
+  private let inbox = Mutex<(commands: [Command], closed: Bool)>(([], false))
+  /// The read end of the wake-up pipe: poll it for `POLLIN`.
+  public let wakeFD: Int32
+  private let wakeWriteFD: Int32
+
+  /// Makes a mailbox with a non-blocking, close-on-exec wake-up pipe.
+  ///
+  /// - Throws: ``LoopError`` when the pipe cannot be made.
+  public init() throws(LoopError) {
+    var fds: [Int32] = [-1, -1]
+    guard pipe(&fds) == 0 else { throw LoopError("pipe failed", errno: errno) }
+    for fd in fds {
+      _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+      _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+    }
+    wakeFD = fds[0]
+    wakeWriteFD = fds[1]
+  }
+
+  deinit {
+    Glibc.close(wakeFD)
+    Glibc.close(wakeWriteFD)
+  }
+
+  /// Posts a command and wakes the thread.
+  ///
+  /// - Parameter command: The command.
+  /// - Returns: `false` when the mailbox is closed: the caller must answer the command.
+  public func post(_ command: Command) -> Bool {
+    let accepted = inbox.withLock { inbox in
+      if !inbox.closed { inbox.commands.append(command) }
+      return !inbox.closed
+    }
+    guard accepted else { return false }
+    var one: UInt8 = 1
+    _ = write(wakeWriteFD, &one, 1)  // a full pipe already means "wake up"
+    return true
+  }
+
+  /// The commands posted since the last call, oldest first (loop thread).
+  public func take() -> [Command] {
+    inbox.withLock { inbox in
+      defer { inbox.commands.removeAll() }
+      return inbox.commands
+    }
+  }
+
+  /// Closes the mailbox (loop thread, when it ends).
+  ///
+  /// - Returns: The commands still waiting, for the thread to answer.
+  public func close() -> [Command] {
+    inbox.withLock { inbox in
+      inbox.closed = true
+      defer { inbox.commands.removeAll() }
+      return inbox.commands
+    }
+  }
+
+  /// Empties the wake-up pipe after `poll` reported it readable.
+  public func drainWakeUps() {
+    var buffer = [UInt8](repeating: 0, count: 256)
+    while read(wakeFD, &buffer, buffer.count) > 0 {}
+  }
+
+  /// The `pollfd` of the wake-up pipe.
+  public var wakePollFD: pollfd { pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0) }
+}
+
+/// Waits with `poll(2)`; an interruption by a signal counts as "nothing ready".
+///
+/// - Parameters:
+///   - fds: The descriptors; their `revents` are set.
+///   - timeout: Milliseconds, `-1` for no limit.
+/// - Returns: How many descriptors are ready.
+/// - Throws: ``LoopError`` for any other failure of `poll`.
+public func pollDescriptors(_ fds: inout [pollfd], timeout: Int32) throws(LoopError) -> Int {
+  let ready = poll(&fds, nfds_t(fds.count), timeout)
+  if ready >= 0 { return Int(ready) }
+  let code = errno
+  if code == EINTR { return 0 }
+  throw LoopError("poll failed", errno: code)
+}
+
+/// A system call of a loop thread failed.
+public struct LoopError: Error, Sendable, CustomStringConvertible {
+  /// What failed, with the system's reason.
+  public var description: String
+
+  init(_ what: String, errno code: Int32) {
+    description = "\(what): \(String(cString: strerror(code)))"
+  }
+}

@@ -1,0 +1,235 @@
+internal import CMosquitto
+import Glibc
+
+/// One libmosquitto client handle: every `mosquitto_*` call of the client is made here, once,
+/// and every return code becomes an ``MQTTError`` in one place (``error(_:)``).
+///
+/// Used only on the client's loop thread (``ClientCore``), which owns it.
+final class MosquittoHandle: MQTTTransport {
+  let configuration: MQTTClientConfiguration
+  private let mosq: OpaquePointer
+  private let connectProperties: PropertyList?
+  /// Whether `mosquitto_connect` was called (later attempts use `mosquitto_reconnect`).
+  private var connectCalled = false
+
+  /// Makes and configures a handle: protocol, credentials, TLS, last will, callbacks.
+  ///
+  /// - Parameter configuration: The client's settings.
+  /// - Throws: ``MQTTError`` `invalid_configuration` for settings libmosquitto refuses.
+  init(configuration: MQTTClientConfiguration) throws(MQTTError) {
+    self.configuration = configuration
+    MosquittoLibrary.initialiseOnce()
+    guard let handle = mosquitto_new(configuration.clientID, configuration.cleanSession, nil)
+    else {
+      throw MQTTError(.invalidConfiguration, "libmosquitto refused client id or session settings")
+    }
+    mosq = handle
+    if configuration.protocolVersion == .v5 && !configuration.cleanSession {
+      connectProperties = PropertyList(int32: MQTT_PROP_SESSION_EXPIRY_INTERVAL, UInt32.max)
+    } else {
+      connectProperties = nil
+    }
+    // Every property is set: a failure here runs `deinit`, which destroys the handle.
+    try configure()
+  }
+
+  deinit { mosquitto_destroy(mosq) }
+
+  /// Where the C callbacks find their client (``Callbacks.swift``).
+  func setUserData(_ pointer: UnsafeMutableRawPointer) {
+    mosquitto_user_data_set(mosq, pointer)
+  }
+
+  private func configure() throws(MQTTError) {
+    let c = configuration
+    try check(
+      mosquitto_int_option(
+        mosq, MOSQ_OPT_PROTOCOL_VERSION,
+        c.protocolVersion == .v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311), "protocol version")
+    if c.username != nil || c.password != nil {
+      try check(mosquitto_username_pw_set(mosq, c.username, c.password), "username/password")
+    }
+    if let tls = c.tls {
+      if (tls.certFile == nil) != (tls.keyFile == nil) {
+        throw MQTTError(.invalidConfiguration, "TLS client certificate and key must come together")
+      }
+      for file in [tls.caFile, tls.certFile, tls.keyFile].compactMap({ $0 })
+      where access(file, R_OK) != 0 {
+        throw MQTTError(.invalidConfiguration, "TLS file is not readable: \(file)")
+      }
+      let caPath: String? = tls.caFile == nil ? "/etc/ssl/certs" : nil
+      try check(
+        mosquitto_tls_set(mosq, tls.caFile, caPath, tls.certFile, tls.keyFile, nil), "TLS files")
+      if tls.insecure {
+        try check(mosquitto_tls_opts_set(mosq, 0, nil, nil), "TLS verification off")
+        try check(mosquitto_tls_insecure_set(mosq, true), "TLS host-name check off")
+      }
+    }
+    if let will = c.will {
+      let list = c.protocolVersion == .v5 ? PropertyList(will.properties) : nil
+      let rc = will.payload.withUnsafeBytes { bytes in
+        mosquitto_will_set_v5(
+          mosq, will.topic, Int32(bytes.count), bytes.baseAddress, Int32(will.qos.rawValue),
+          will.retain, list?.head)
+      }
+      // libmosquitto takes ownership of the will's property list on success.
+      if rc == MOSQ_ERR_SUCCESS.rawValue { list?.disown() }
+      try check(rc, "last will")
+    }
+    mosquitto_connect_v5_callback_set(mosq, mosquittoOnConnect)
+    mosquitto_disconnect_v5_callback_set(mosq, mosquittoOnDisconnect)
+    mosquitto_publish_v5_callback_set(mosq, mosquittoOnPublish)
+    mosquitto_subscribe_v5_callback_set(mosq, mosquittoOnSubscribe)
+    mosquitto_unsubscribe_v5_callback_set(mosq, mosquittoOnUnsubscribe)
+    mosquitto_message_v5_callback_set(mosq, mosquittoOnMessage)
+    mosquitto_log_callback_set(mosq, mosquittoOnLog)
+  }
+
+  private func check(_ rc: Int32, _ what: String) throws(MQTTError) {
+    guard rc != MOSQ_ERR_SUCCESS.rawValue else { return }
+    throw MQTTError(.invalidConfiguration, "\(what): \(Self.text(rc))")
+  }
+
+  // MARK: MQTTTransport
+
+  func connect() -> MQTTTransportStatus {
+    let c = configuration
+    let rc: Int32
+    if connectCalled {
+      rc = mosquitto_reconnect(mosq)
+    } else {
+      rc = mosquitto_connect_bind_v5(
+        mosq, c.host, Int32(clamping: c.port), Int32(clamping: c.keepalive), nil,
+        connectProperties?.head)
+      if rc == MOSQ_ERR_INVAL.rawValue {
+        return .invalid(
+          MQTTError(
+            .invalidConfiguration,
+            "libmosquitto refused host '\(c.host)', port \(c.port) or keepalive \(c.keepalive)"))
+      }
+      connectCalled = true
+    }
+    let errorNumber = errno
+    return rc == MOSQ_ERR_SUCCESS.rawValue ? .started : .failed(error(rc, errno: errorNumber))
+  }
+
+  func publish(_ message: MQTTMessage) -> MQTTSendResult {
+    let list = configuration.protocolVersion == .v5 ? PropertyList(message.properties) : nil
+    var mid: Int32 = 0
+    let rc = message.payload.withUnsafeBytes { bytes in
+      mosquitto_publish_v5(
+        mosq, &mid, message.topic, Int32(bytes.count), bytes.baseAddress,
+        Int32(message.qos.rawValue), message.retain, list?.head)
+    }
+    return result(rc, mid: mid)
+  }
+
+  func subscribe(_ filter: String, qos: MQTTQoS) -> MQTTSendResult {
+    var mid: Int32 = 0
+    let rc = mosquitto_subscribe_v5(mosq, &mid, filter, Int32(qos.rawValue), 0, nil)
+    return result(rc, mid: mid)
+  }
+
+  func unsubscribe(_ filter: String) -> MQTTSendResult {
+    var mid: Int32 = 0
+    let rc = mosquitto_unsubscribe_v5(mosq, &mid, filter, nil)
+    return result(rc, mid: mid)
+  }
+
+  func disconnect() {
+    _ = mosquitto_disconnect_v5(mosq, 0, nil)
+  }
+
+  var isOpen: Bool { mosquitto_socket(mosq) >= 0 }
+
+  private func result(_ rc: Int32, mid: Int32) -> MQTTSendResult {
+    switch rc {
+    case MOSQ_ERR_SUCCESS.rawValue: .sent(mid: mid)
+    case MOSQ_ERR_NO_CONN.rawValue: .noConnection(mid: mid)
+    default: .refused(error(rc))
+    }
+  }
+
+  // MARK: the loop thread's socket work
+
+  /// The socket to poll, or -1 while there is none.
+  var socket: Int32 { mosquitto_socket(mosq) }
+
+  /// Whether libmosquitto has bytes to write.
+  var wantsWrite: Bool { mosquitto_want_write(mosq) }
+
+  /// Reads what arrived (also drives a TLS handshake forward); the callbacks run inside.
+  func read() -> MQTTError? { failure(mosquitto_loop_read(mosq, 1)) }
+
+  /// Writes what is queued.
+  func write() -> MQTTError? { failure(mosquitto_loop_write(mosq, 1)) }
+
+  /// Keepalive and retries of unacknowledged packets.
+  func misc() -> MQTTError? { failure(mosquitto_loop_misc(mosq)) }
+
+  private func failure(_ rc: Int32) -> MQTTError? {
+    rc == MOSQ_ERR_SUCCESS.rawValue ? nil : error(rc)
+  }
+
+  // MARK: return codes and reason codes
+
+  /// Why a CONNACK refused the connection, as text (`reasonCode` 0: accepted, `nil`).
+  func connackRefusal(_ reasonCode: Int32) -> String? {
+    guard reasonCode != 0 else { return nil }
+    if configuration.protocolVersion == .v5 {
+      return String(cString: mosquitto_reason_string(reasonCode))
+    }
+    return String(cString: mosquitto_connack_string(reasonCode))
+  }
+
+  /// Why the broker refused a publication (an MQTT 5 reason code ≥ 0x80), as text.
+  func publishRefusal(_ reasonCode: Int32) -> String? {
+    reasonCode >= 0x80 ? String(cString: mosquitto_reason_string(reasonCode)) : nil
+  }
+
+  /// The error a disconnection callback reports (`rc` 0: a clean disconnection, `nil`).
+  func disconnection(_ rc: Int32) -> MQTTError? {
+    rc == MOSQ_ERR_SUCCESS.rawValue ? nil : error(rc)
+  }
+
+  /// The one place a libmosquitto return code becomes an error.
+  ///
+  /// - Parameters:
+  ///   - rc: The return code.
+  ///   - errno: The `errno` after the call, for `MOSQ_ERR_ERRNO`.
+  /// - Returns: The error, with its kind and libmosquitto's (or the system's) text.
+  func error(_ rc: Int32, errno code: Int32 = 0) -> MQTTError {
+    let text =
+      rc == MOSQ_ERR_ERRNO.rawValue && code != 0 ? String(cString: strerror(code)) : Self.text(rc)
+    switch rc {
+    case MOSQ_ERR_TLS.rawValue, MOSQ_ERR_TLS_HANDSHAKE.rawValue: return MQTTError(.tls, text)
+    case MOSQ_ERR_CONN_REFUSED.rawValue: return MQTTError(.connectionRefused, text)
+    case MOSQ_ERR_AUTH.rawValue, MOSQ_ERR_NOT_SUPPORTED.rawValue:
+      return MQTTError(.notAuthorized, text)
+    case MOSQ_ERR_PROTOCOL.rawValue, MOSQ_ERR_MALFORMED_PACKET.rawValue:
+      return MQTTError(.protocolError, text)
+    default: return MQTTError(.network, text)
+    }
+  }
+
+  private static func text(_ rc: Int32) -> String { String(cString: mosquitto_strerror(rc)) }
+}
+
+/// `mosquitto_lib_init` exactly once per process.
+enum MosquittoLibrary {
+  private static let initialised: Bool = {
+    mosquitto_lib_init()
+    return true
+  }()
+
+  static func initialiseOnce() { _ = initialised }
+
+  /// The linked libmosquitto version, e.g. `2.0.11`.
+  static var version: String {
+    var major: Int32 = 0
+    var minor: Int32 = 0
+    var revision: Int32 = 0
+    mosquitto_lib_version(&major, &minor, &revision)
+    return "\(major).\(minor).\(revision)"
+  }
+}

@@ -1,0 +1,46 @@
+import Glibc
+import LoopSupport
+import Testing
+
+@Suite("Loop mailbox: commands in order, a wake-up per post, refused once closed")
+struct LoopMailboxTests {
+  @Test("posting wakes the poll; commands come out in order; the wake-ups drain")
+  func postAndWake() throws {
+    let mailbox = try LoopMailbox<Int>()
+    var fds = [mailbox.wakePollFD]
+    #expect(try pollDescriptors(&fds, timeout: 0) == 0)
+    for value in 1...3 { #expect(mailbox.post(value)) }
+    fds = [mailbox.wakePollFD]
+    #expect(try pollDescriptors(&fds, timeout: 1000) == 1)
+    #expect(fds[0].revents & Int16(POLLIN) != 0)
+    #expect(mailbox.take() == [1, 2, 3])
+    #expect(mailbox.take().isEmpty)
+    mailbox.drainWakeUps()
+    fds = [mailbox.wakePollFD]
+    #expect(try pollDescriptors(&fds, timeout: 0) == 0)
+  }
+
+  @Test("closing returns what was waiting; later posts are refused for the caller to answer")
+  func close() throws {
+    let mailbox = try LoopMailbox<String>()
+    #expect(mailbox.post("a"))
+    #expect(mailbox.close() == ["a"])
+    #expect(!mailbox.post("b"))
+    #expect(mailbox.take().isEmpty)
+  }
+
+  @Test("many posts from other threads: none lost, each thread's order kept")
+  func concurrentPosts() async throws {
+    let mailbox = try LoopMailbox<(Int, Int)>()
+    await withTaskGroup(of: Void.self) { group in
+      for thread in 0..<4 {
+        group.addTask { for index in 0..<1000 { _ = mailbox.post((thread, index)) } }
+      }
+    }
+    let all = mailbox.take()
+    #expect(all.count == 4000)
+    for thread in 0..<4 {
+      #expect(all.filter { $0.0 == thread }.map(\.1) == Array(0..<1000))
+    }
+  }
+}
