@@ -196,7 +196,7 @@ final class MosquittoHandle: MQTTTransport {
   ///
   /// - Parameters:
   ///   - rc: The return code.
-  ///   - errno: The `errno` after the call, for `MOSQ_ERR_ERRNO`.
+  ///   - code: The `errno` after the call, for `MOSQ_ERR_ERRNO`.
   /// - Returns: The error, with its kind and libmosquitto's (or the system's) text.
   func error(_ rc: Int32, errno code: Int32 = 0) -> MQTTError {
     let text =
