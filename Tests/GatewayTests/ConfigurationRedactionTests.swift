@@ -64,7 +64,8 @@ struct ConfigurationRedactionTests {
 
   @Test func secretKeyErrorDoesNotEchoTheValue() {
     var layer = ConfigurationLayer(source: "environment")
-    let key = ConfigurationKey("test.secret", .integer(1...2), secret: true)
+    let key = ConfigurationKey(
+      "test.secret", .integer(1...2), secret: true, read: nil, value: { _ in nil })
     #expect(throws: ConfigurationError.self) {
       try layer.set(key, text: Self.secret, line: nil, spelling: "GATT2MQTT_TEST_SECRET")
     }

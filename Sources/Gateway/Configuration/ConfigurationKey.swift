@@ -1,4 +1,5 @@
 import BridgeCore
+import Configuration
 
 /// One key of the configuration schema: its dotted path, what it accepts, and how each source
 /// spells it.
@@ -12,14 +13,23 @@ struct ConfigurationKey: Sendable {
   /// Whether the value is a secret: never echoed, shown as `***`.
   let isSecret: Bool
 
+  /// Reads the key's merged value into its field; `nil` for a key the loader derives itself.
+  let read: (@Sendable (ConfigReader, inout GatewayConfiguration) -> Void)?
+  /// The key's value in a configuration, as the summary writes it (`nil`: not set).
+  let value: @Sendable (GatewayConfiguration) -> String?
+
   init(
     _ path: String, _ type: ConfigurationLoader.KeyType, optional: Bool = false,
-    secret: Bool = false
+    secret: Bool = false,
+    read: (@Sendable (ConfigReader, inout GatewayConfiguration) -> Void)?,
+    value: @escaping @Sendable (GatewayConfiguration) -> String?
   ) {
     self.path = path
     self.type = type
     self.isOptional = optional
     self.isSecret = secret
+    self.read = read
+    self.value = value
   }
 
   /// The prefix of every environment variable of the gateway.
@@ -38,83 +48,84 @@ struct ConfigurationKey: Sendable {
     name.replacing(".", with: "-").replacing("_", with: "-")
   }
 
-  /// Every key, in the order of the example file and of the summary.
+  /// Every key, in the order of the example file and of the summary, with the field of
+  /// ``GatewayConfiguration`` it sets: the loader (``ConfigurationLoader``) and the redacted
+  /// summary (``GatewayConfiguration/redactedSummary()``) both come from this table.
   static let all: [ConfigurationKey] = [
-    .init("mqtt.host", .nonEmptyString),
-    .init("mqtt.port", .integer(1...65535)),
-    .init("mqtt.client_id", .nonEmptyString, optional: true),
-    .init("mqtt.keepalive", .integer(5...65535)),
-    .init("mqtt.clean_session", .boolean),
-    .init(
-      "mqtt.protocol", .choice(GatewayConfiguration.MQTT.ProtocolVersion.allCases.map(\.rawValue))),
-    .init("mqtt.username", .nonEmptyString, optional: true),
-    .init("mqtt.password", .string, optional: true, secret: true),
-    .init("mqtt.base_topic", .topicPrefix),
-    .init("mqtt.qos", .integer(0...2)),
-    .init("mqtt.retain_values", .boolean),
-    .init("mqtt.tls.enabled", .boolean),
-    .init("mqtt.tls.ca_file", .nonEmptyString, optional: true),
-    .init("mqtt.tls.cert_file", .nonEmptyString, optional: true),
-    .init("mqtt.tls.key_file", .nonEmptyString, optional: true),
-    .init("mqtt.tls.insecure", .boolean),
-    .init("mqtt.reconnect.min_delay", .number(greaterThan: 0, atMost: 86_400)),
-    .init("mqtt.reconnect.max_delay", .number(greaterThan: 0, atMost: 86_400)),
-    .init("mqtt.offline_queue.max_messages", .integer(1...Int.max)),
-    .init(
-      "mqtt.offline_queue.policy",
-      .choice(GatewayConfiguration.MQTT.OfflineQueue.DropPolicy.allCases.map(\.rawValue))),
-    .init("mqtt.inbound.max_request_bytes", .integer(64...16_777_216)),
-    .init("mqtt.inbound.buffer_bytes", .integer(65_536...1_073_741_824)),
-    .init("mqtt.response_topic_prefix", .topicPrefix, optional: true),
-    .init("gateway.id", .topicLevel, optional: true),
-    .init("gateway.health_interval", .number(greaterThan: 0, atMost: 86_400)),
-    .init("log.level", .choice(GatewayConfiguration.Log.Level.allCases.map(\.rawValue))),
-    .init(
-      "bluetooth.radio",
-      .choice(GatewayConfiguration.Bluetooth.Radio.allCases.map(\.rawValue))),
-    .init("bluetooth.adapter", .topicLevel, optional: true),
-    .init("bluetooth.simulation", .nonEmptyString, optional: true),
-    .init("bluetooth.scan_on_start", .boolean),
-    .init("bluetooth.min_rssi", .integer(-127...20), optional: true),
-    .init("bluetooth.filter.uuids", .list(.serviceUUID)),
-    .init("bluetooth.filter.name", .namePattern, optional: true),
-    .init("bluetooth.filter.allow", .list(.bluetoothAddress)),
-    .init("bluetooth.filter.deny", .list(.bluetoothAddress)),
-    .init("bluetooth.advertisement_interval", .number(greaterThan: 0, atMost: 86_400)),
-    .init("bluetooth.advertisement_min_interval", .number(greaterThan: 0, atMost: 86_400)),
-    .init("bluetooth.offline_after", .number(greaterThan: 0, atMost: 604_800)),
-    .init("bluetooth.forget_after", .number(greaterThan: 0, atMost: 604_800)),
-    .init("bluetooth.max_devices", .integer(1...1_000_000)),
-    .init("bluetooth.presence.enter_rssi", .integer(-127...20)),
-    .init("bluetooth.presence.leave_rssi", .integer(-127...20)),
-    .init("bluetooth.presence.half_life", .number(greaterThan: 0, atMost: 86_400)),
-    .init("bluetooth.presence.away_after", .number(greaterThan: 0, atMost: 86_400)),
-    .init("bluetooth.connect.addresses", .list(.bluetoothAddress)),
-    .init("bluetooth.connect.names", .list(.namePattern)),
-    .init("bluetooth.connect.uuids", .list(.serviceUUID)),
-    .init("bluetooth.connect.max_connections", .integer(1...32)),
-    .init("bluetooth.connect.timeout", .number(greaterThan: 0, atMost: 600)),
-    .init("bluetooth.connect.retry_min_delay", .number(greaterThan: 0, atMost: 3600)),
-    .init("bluetooth.connect.retry_max_delay", .number(greaterThan: 0, atMost: 86_400)),
-    .init("bluetooth.gatt.timeout", .number(greaterThan: 0, atMost: 600)),
-    .init("bluetooth.gatt.format", .choice(ValueFormat.allCases.map(\.rawValue))),
-    .init("bluetooth.gatt.formats", .list(.formatRule)),
-    .init("bluetooth.gatt.notify", .list(.characteristicSelector)),
-    .init("bluetooth.gatt.writable", .list(.characteristicSelector)),
-    .init("bluetooth.gatt.queue_limit", .integer(1...10_000)),
-    .init("bluetooth.transfer.service", .uuid),
-    .init("bluetooth.transfer.characteristic", .uuid),
-    .init("bluetooth.transfer.max_bytes", .integer(1...67_108_864)),
-    .init("peripheral.enabled", .boolean),
-    .init("peripheral.service", .uuid),
-    .init("peripheral.characteristic", .uuid),
-    .init("peripheral.write_characteristic", .uuid, optional: true),
-    .init("peripheral.local_name", .string),
-    .init("peripheral.adapter", .topicLevel, optional: true),
-    .init("peripheral.require_encryption", .boolean),
-    .init("peripheral.allow", .list(.bluetoothAddress)),
-    .init("peripheral.max_text_bytes", .integer(0...67_108_864)),
-    .init("peripheral.chunk_interval", .number(greaterThan: 0, atMost: 1)),
+    .string("mqtt.host", \.mqtt.host, .nonEmptyString),
+    .int("mqtt.port", \.mqtt.port, .integer(1...65535)),
+    .optionalString("mqtt.client_id", \.mqtt.clientID, .nonEmptyString),
+    .int("mqtt.keepalive", \.mqtt.keepalive, .integer(5...65535)),
+    .bool("mqtt.clean_session", \.mqtt.cleanSession),
+    .choice("mqtt.protocol", \.mqtt.protocolVersion),
+    .optionalString("mqtt.username", \.mqtt.username, .nonEmptyString),
+    .optionalString("mqtt.password", \.mqtt.password, .string, secret: true),
+    .string("mqtt.base_topic", \.mqtt.baseTopic, .topicPrefix),
+    .int("mqtt.qos", \.mqtt.qos, .integer(0...2)),
+    .bool("mqtt.retain_values", \.mqtt.retainValues),
+    // Derived by the loader from the TLS files when not set (ConfigurationLoader.tlsEnabled).
+    .derived("mqtt.tls.enabled", .boolean) { String($0.mqtt.tls.enabled) },
+    .optionalString("mqtt.tls.ca_file", \.mqtt.tls.caFile, .nonEmptyString),
+    .optionalString("mqtt.tls.cert_file", \.mqtt.tls.certFile, .nonEmptyString),
+    .optionalString("mqtt.tls.key_file", \.mqtt.tls.keyFile, .nonEmptyString),
+    .bool("mqtt.tls.insecure", \.mqtt.tls.insecure),
+    .number("mqtt.reconnect.min_delay", \.mqtt.reconnect.minDelay, atMost: 86_400),
+    .number("mqtt.reconnect.max_delay", \.mqtt.reconnect.maxDelay, atMost: 86_400),
+    .int("mqtt.offline_queue.max_messages", \.mqtt.offlineQueue.maxMessages, .integer(1...Int.max)),
+    .choice("mqtt.offline_queue.policy", \.mqtt.offlineQueue.policy),
+    .int(
+      "mqtt.inbound.max_request_bytes", \.mqtt.inbound.maxRequestBytes, .integer(64...16_777_216)),
+    .int("mqtt.inbound.buffer_bytes", \.mqtt.inbound.bufferBytes, .integer(65_536...1_073_741_824)),
+    .optionalString("mqtt.response_topic_prefix", \.mqtt.responseTopicPrefix, .topicPrefix),
+    .optionalString("gateway.id", \.gateway.id, .topicLevel),
+    .number("gateway.health_interval", \.gateway.healthInterval, atMost: 86_400),
+    .choice("log.level", \.log.level),
+    .choice("bluetooth.radio", \.bluetooth.radio),
+    .optionalString("bluetooth.adapter", \.bluetooth.adapter, .topicLevel),
+    .optionalString("bluetooth.simulation", \.bluetooth.simulation, .nonEmptyString),
+    .bool("bluetooth.scan_on_start", \.bluetooth.scanOnStart),
+    .optionalInt("bluetooth.min_rssi", \.bluetooth.minRSSI, .integer(-127...20)),
+    .list("bluetooth.filter.uuids", \.bluetooth.filterUUIDs, of: .serviceUUID),
+    .optionalString("bluetooth.filter.name", \.bluetooth.filterName, .namePattern),
+    .list("bluetooth.filter.allow", \.bluetooth.filterAllow, of: .bluetoothAddress),
+    .list("bluetooth.filter.deny", \.bluetooth.filterDeny, of: .bluetoothAddress),
+    .number("bluetooth.advertisement_interval", \.bluetooth.advertisementInterval, atMost: 86_400),
+    .number(
+      "bluetooth.advertisement_min_interval", \.bluetooth.advertisementMinInterval, atMost: 86_400),
+    .number("bluetooth.offline_after", \.bluetooth.offlineAfter, atMost: 604_800),
+    .number("bluetooth.forget_after", \.bluetooth.forgetAfter, atMost: 604_800),
+    .int("bluetooth.max_devices", \.bluetooth.maxDevices, .integer(1...1_000_000)),
+    .int("bluetooth.presence.enter_rssi", \.bluetooth.presence.enterRSSI, .integer(-127...20)),
+    .int("bluetooth.presence.leave_rssi", \.bluetooth.presence.leaveRSSI, .integer(-127...20)),
+    .number("bluetooth.presence.half_life", \.bluetooth.presence.halfLife, atMost: 86_400),
+    .number("bluetooth.presence.away_after", \.bluetooth.presence.awayAfter, atMost: 86_400),
+    .list("bluetooth.connect.addresses", \.bluetooth.connect.addresses, of: .bluetoothAddress),
+    .list("bluetooth.connect.names", \.bluetooth.connect.names, of: .namePattern),
+    .list("bluetooth.connect.uuids", \.bluetooth.connect.uuids, of: .serviceUUID),
+    .int("bluetooth.connect.max_connections", \.bluetooth.connect.maxConnections, .integer(1...32)),
+    .number("bluetooth.connect.timeout", \.bluetooth.connect.timeout, atMost: 600),
+    .number("bluetooth.connect.retry_min_delay", \.bluetooth.connect.retryMinDelay, atMost: 3600),
+    .number(
+      "bluetooth.connect.retry_max_delay", \.bluetooth.connect.retryMaxDelay, atMost: 86_400),
+    .number("bluetooth.gatt.timeout", \.bluetooth.gatt.timeout, atMost: 600),
+    .choice("bluetooth.gatt.format", \.bluetooth.gatt.format),
+    .list("bluetooth.gatt.formats", \.bluetooth.gatt.formats, of: .formatRule),
+    .list("bluetooth.gatt.notify", \.bluetooth.gatt.notify, of: .characteristicSelector),
+    .list("bluetooth.gatt.writable", \.bluetooth.gatt.writable, of: .characteristicSelector),
+    .int("bluetooth.gatt.queue_limit", \.bluetooth.gatt.queueLimit, .integer(1...10_000)),
+    .string("bluetooth.transfer.service", \.bluetooth.transfer.service, .uuid),
+    .string("bluetooth.transfer.characteristic", \.bluetooth.transfer.characteristic, .uuid),
+    .int("bluetooth.transfer.max_bytes", \.bluetooth.transfer.maxBytes, .integer(1...67_108_864)),
+    .bool("peripheral.enabled", \.peripheral.enabled),
+    .string("peripheral.service", \.peripheral.service, .uuid),
+    .string("peripheral.characteristic", \.peripheral.characteristic, .uuid),
+    .optionalString("peripheral.write_characteristic", \.peripheral.writeCharacteristic, .uuid),
+    .string("peripheral.local_name", \.peripheral.localName, .string),
+    .optionalString("peripheral.adapter", \.peripheral.adapter, .topicLevel),
+    .bool("peripheral.require_encryption", \.peripheral.requireEncryption),
+    .list("peripheral.allow", \.peripheral.allow, of: .bluetoothAddress),
+    .int("peripheral.max_text_bytes", \.peripheral.maxTextBytes, .integer(0...67_108_864)),
+    .number("peripheral.chunk_interval", \.peripheral.chunkInterval, atMost: 1),
   ]
 
   /// The keys by dotted path.
@@ -135,4 +146,120 @@ struct ConfigurationKey: Sendable {
       let components = key.path.split(separator: ".")
       return (1..<components.count).map { components[..<$0].joined(separator: ".") }
     })
+}
+
+extension ConfigurationKey {
+  /// The field of ``GatewayConfiguration`` a key sets.
+  typealias Field<Value> = any WritableKeyPath<GatewayConfiguration, Value> & Sendable
+
+  /// A string key.
+  static func string(_ path: String, _ field: Field<String>, _ type: ConfigurationLoader.KeyType)
+    -> ConfigurationKey
+  {
+    ConfigurationKey(
+      path, type,
+      read: { reader, configuration in
+        configuration[keyPath: field] = reader.string(
+          forKey: ConfigKey(path), default: configuration[keyPath: field])
+      },
+      value: { $0[keyPath: field] })
+  }
+
+  /// A string key that may be unset; a secret one reads as secret and shows as `***`.
+  static func optionalString(
+    _ path: String, _ field: Field<String?>, _ type: ConfigurationLoader.KeyType,
+    secret: Bool = false
+  ) -> ConfigurationKey {
+    ConfigurationKey(
+      path, type, optional: true, secret: secret,
+      read: { reader, configuration in
+        configuration[keyPath: field] = reader.string(forKey: ConfigKey(path), isSecret: secret)
+      },
+      value: { configuration in
+        configuration[keyPath: field].map { secret ? GatewayConfiguration.redacted : $0 }
+      })
+  }
+
+  /// An integer key.
+  static func int(_ path: String, _ field: Field<Int>, _ type: ConfigurationLoader.KeyType)
+    -> ConfigurationKey
+  {
+    ConfigurationKey(
+      path, type,
+      read: { reader, configuration in
+        configuration[keyPath: field] = reader.int(
+          forKey: ConfigKey(path), default: configuration[keyPath: field])
+      },
+      value: { String($0[keyPath: field]) })
+  }
+
+  /// An integer key that may be unset.
+  static func optionalInt(
+    _ path: String, _ field: Field<Int?>, _ type: ConfigurationLoader.KeyType
+  ) -> ConfigurationKey {
+    ConfigurationKey(
+      path, type, optional: true,
+      read: { reader, configuration in
+        configuration[keyPath: field] = reader.int(forKey: ConfigKey(path))
+      },
+      value: { $0[keyPath: field].map { String($0) } })
+  }
+
+  /// A positive number of at most `limit` (seconds, mostly).
+  static func number(_ path: String, _ field: Field<Double>, atMost limit: Double)
+    -> ConfigurationKey
+  {
+    ConfigurationKey(
+      path, .number(greaterThan: 0, atMost: limit),
+      read: { reader, configuration in
+        configuration[keyPath: field] = reader.double(
+          forKey: ConfigKey(path), default: configuration[keyPath: field])
+      },
+      value: { ConfigurationLoader.KeyType.format($0[keyPath: field]) })
+  }
+
+  /// A boolean key.
+  static func bool(_ path: String, _ field: Field<Bool>) -> ConfigurationKey {
+    ConfigurationKey(
+      path, .boolean,
+      read: { reader, configuration in
+        configuration[keyPath: field] = reader.bool(
+          forKey: ConfigKey(path), default: configuration[keyPath: field])
+      },
+      value: { String($0[keyPath: field]) })
+  }
+
+  /// A key that takes one of an enumeration's words.
+  static func choice<Value: RawRepresentable<String> & CaseIterable & Sendable>(
+    _ path: String, _ field: Field<Value>
+  ) -> ConfigurationKey {
+    ConfigurationKey(
+      path, .choice(Value.allCases.map(\.rawValue)),
+      read: { reader, configuration in
+        configuration[keyPath: field] = reader.string(
+          forKey: ConfigKey(path), as: Value.self, default: configuration[keyPath: field])
+      },
+      value: { $0[keyPath: field].rawValue })
+  }
+
+  /// A list key (a YAML sequence or a comma-separated string), shown comma-separated.
+  static func list(
+    _ path: String, _ field: Field<[String]>, of element: ConfigurationLoader.KeyType.ListItem
+  ) -> ConfigurationKey {
+    ConfigurationKey(
+      path, .list(element),
+      read: { reader, configuration in
+        configuration[keyPath: field] = reader.stringArray(
+          forKey: ConfigKey(path), default: configuration[keyPath: field])
+      },
+      value: { $0[keyPath: field].joined(separator: ",") })
+  }
+
+  /// A key whose field the loader sets itself from several keys.
+  static func derived(
+    _ path: String, _ type: ConfigurationLoader.KeyType,
+    value: @escaping @Sendable (GatewayConfiguration) -> String?
+  ) -> ConfigurationKey {
+    ConfigurationKey(path, type, read: nil, value: value)
+  }
 }
