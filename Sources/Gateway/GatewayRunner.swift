@@ -66,7 +66,7 @@ public enum GatewayRunner {
       )
       return Radio(
         central: radio, peripheral: radio,
-        services: [.init(service: SimulatedRadioService(radio: radio))])
+        services: [.init(service: RadioService { await radio.run() })])
     }
     guard usesBlueZ(configuration, logger: logger) else {
       return Radio(central: nil, peripheral: nil, services: [])
@@ -82,9 +82,9 @@ public enum GatewayRunner {
     return Radio(
       central: central, peripheral: peripheral,
       services: [
-        .init(service: BlueZSessionService(session: session)),
-        .init(service: BlueZCentralService(central: central)),
-        .init(service: PeripheralStackService(peripheral: peripheral)),
+        .init(service: RadioService { await session.run() }),
+        .init(service: RadioService { await central.run() }),
+        .init(service: RadioService { await peripheral.run() }),
       ])
   }
 
@@ -141,40 +141,12 @@ public enum GatewayRunner {
   }
 }
 
-/// Runs the BlueZ session (the bus connection both roles share) until the service group shuts
-/// down; it stops last.
-struct BlueZSessionService: Service {
-  let session: BlueZSession
+/// Runs one long-lived part of the radio (the BlueZ session, the central, the peripheral's
+/// stack, the simulated world) until the service group shuts down.
+struct RadioService: Service {
+  let body: @Sendable () async -> Void
 
   func run() async throws {
-    await cancelWhenGracefulShutdown { await session.run() }
-  }
-}
-
-/// Runs the BLE central until the service group shuts down.
-struct BlueZCentralService: Service {
-  let central: BlueZCentral
-
-  func run() async throws {
-    await cancelWhenGracefulShutdown { await central.run() }
-  }
-}
-
-/// Runs the BlueZ peripheral's connection to bluetoothd until graceful shutdown (the gateway,
-/// shut down first, has withdrawn the service by then).
-struct PeripheralStackService: Service {
-  let peripheral: BlueZPeripheral
-
-  func run() async throws {
-    await cancelWhenGracefulShutdown { await peripheral.run() }
-  }
-}
-
-/// Lets time pass in the simulated world until graceful shutdown.
-struct SimulatedRadioService: Service {
-  let radio: SimulatedRadio
-
-  func run() async throws {
-    await cancelWhenGracefulShutdown { await radio.run() }
+    await cancelWhenGracefulShutdown { await body() }
   }
 }

@@ -5,6 +5,10 @@ import Synchronization
 /// post commands and wake the thread through a pipe, which the thread polls together with its
 /// own sockets.
 ///
+/// The thread must call ``take()`` after every wake-up and before every `poll` (the loops do:
+/// take, work, poll, drain the pipe, take …): a command posted while others wait writes no
+/// wake-up byte.
+///
 /// Once ``close()`` has been called, ``post(_:)`` refuses every command, so that the caller
 /// answers it itself and nothing waits for a thread that has ended.
 public final class LoopMailbox<Command: Sendable>: Sendable {
@@ -37,13 +41,19 @@ public final class LoopMailbox<Command: Sendable>: Sendable {
   /// - Parameter command: The command.
   /// - Returns: `false` when the mailbox is closed: the caller must answer the command.
   public func post(_ command: Command) -> Bool {
-    let accepted = inbox.withLock { inbox in
-      if !inbox.closed { inbox.commands.append(command) }
-      return !inbox.closed
+    let (accepted, first) = inbox.withLock { inbox in
+      guard !inbox.closed else { return (false, false) }
+      inbox.commands.append(command)
+      return (true, inbox.commands.count == 1)
     }
     guard accepted else { return false }
-    var one: UInt8 = 1
-    _ = write(wakeWriteFD, &one, 1)  // a full pipe already means "wake up"
+    // Only the first command of a batch writes to the pipe: the thread takes every waiting
+    // command at once, and takes them again before it polls, so later ones need no wake-up
+    // of their own (one system call per batch, not per command).
+    if first {
+      var one: UInt8 = 1
+      _ = write(wakeWriteFD, &one, 1)  // a full pipe already means "wake up"
+    }
     return true
   }
 

@@ -20,6 +20,22 @@ struct LoopMailboxTests {
     #expect(try pollDescriptors(&fds, timeout: 0) == 0)
   }
 
+  @Test(
+    "one wake-up per batch: a post while commands wait writes nothing; after take, the next post wakes again"
+  )
+  func oneWakeUpPerBatch() throws {
+    let mailbox = try LoopMailbox<Int>()
+    for value in 1...100 { #expect(mailbox.post(value)) }
+    // Exactly one byte in the pipe.
+    var byte: UInt8 = 0
+    #expect(read(mailbox.wakeFD, &byte, 1) == 1)
+    #expect(read(mailbox.wakeFD, &byte, 1) == -1)
+    #expect(mailbox.take().count == 100)
+    #expect(mailbox.post(101))
+    var fds = [mailbox.wakePollFD]
+    #expect(try pollDescriptors(&fds, timeout: 1000) == 1)
+  }
+
   @Test("closing returns what was waiting; later posts are refused for the caller to answer")
   func close() throws {
     let mailbox = try LoopMailbox<String>()
