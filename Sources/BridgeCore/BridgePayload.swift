@@ -1,10 +1,6 @@
 /// Payloads of the gateway ("bridge") plane of TOPICS.md.
 public enum BridgePayload {
-  /// `{"state":"online"}` or `{"state":"offline"}` for `<base>/bridge/<gw>/state`.
-  public static func state(online: Bool) -> [UInt8] {
-    let value: JSONValue = ["state": .string(online ? "online" : "offline")]
-    return value.serializedBytes()
-  }
+  // `<base>/bridge/<gw>/state`: ``GatewayInstance/statePayload(online:)``.
 
   /// A `<base>/bridge/<gw>/event` payload: `{"type":…,"data":{…}}`.
   public static func event(type: String, data: JSONObject = JSONObject()) -> [UInt8] {

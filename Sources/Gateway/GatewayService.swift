@@ -4,6 +4,7 @@ import Foundation
 public import Logging
 public import Mosquitto
 public import ServiceLifecycle
+import Synchronization
 import UnixSignals
 
 /// The running gateway: one MQTT connection, the bridge plane of TOPICS.md, and (in later
@@ -25,6 +26,9 @@ public final class GatewayService: Service, Sendable {
   private let router = BridgeRequestRouter()
   private let replyPolicy: ReplyTopicPolicy
   private let counters = Counters()
+  /// This run, in the retained state; and what the state of other runs with our id means.
+  private let instance: GatewayInstance
+  private let duplicates: Mutex<DuplicateGatewayGuard>
   /// `peripheral/start|stop` requests waiting for ``servePeripheralCommands()``.
   private let peripheralCommandStream: AsyncStream<PeripheralCommand>
   private let peripheralCommands: AsyncStream<PeripheralCommand>.Continuation
@@ -54,11 +58,17 @@ public final class GatewayService: Service, Sendable {
     } catch {
       throw GatewayError("mqtt.base_topic: \(error)")
     }
+    let instance = GatewayInstance.random(started: Date().timeIntervalSince1970)
+    self.instance = instance
+    // The broker publishes the will of a run that lost power after 1.5 × keepalive.
+    duplicates = Mutex(
+      DuplicateGatewayGuard(own: instance, grace: 1.5 * Double(configuration.mqtt.keepalive) + 5))
     replyPolicy = ReplyTopicPolicy(
       prefix: configuration.mqtt.responseTopicPrefix ?? configuration.mqtt.baseTopic)
     do {
       client = try MQTTClient(
-        configuration: MQTTClientConfiguration(gateway: configuration, topics: topics),
+        configuration: MQTTClientConfiguration(
+          gateway: configuration, topics: topics, instance: instance),
         logger: logger)
     } catch {
       throw GatewayError("MQTT settings: \(error.message)")
@@ -105,16 +115,20 @@ public final class GatewayService: Service, Sendable {
         "gateway.id": "\(topics.gateway.rawValue)",
         "mqtt.broker": "\(configuration.mqtt.host):\(configuration.mqtt.port)",
       ])
+    // Our own state first, so that the state another run with our gateway.id left retained
+    // reaches us before ours replaces it (DuplicateGatewayGuard).
+    client.addSubscription(topics.bridgeState.rawValue)
     client.start()
     client.setRetainedState(
       MQTTMessage(
-        topic: topics.bridgeState.rawValue, payload: BridgePayload.state(online: true),
+        topic: topics.bridgeState.rawValue, payload: instance.statePayload(online: true),
         qos: .atLeastOnce, retain: true))
     client.setRetainedState(
       MQTTMessage(
         topic: topics.bridgeInfo.rawValue, payload: infoPayload(), qos: .atLeastOnce,
         retain: true))
 
+    var duplicate = false
     await withTaskGroup(of: Void.self) { group in
       group.addTask { await self.subscribeToRequests() }
       group.addTask { await self.serveRequests() }
@@ -127,7 +141,7 @@ public final class GatewayService: Service, Sendable {
         group.addTask { await peripheralRole.run() }
         group.addTask { await self.servePeripheralCommands() }
       }
-      try? await gracefulShutdown()
+      duplicate = await untilStopped()
       if let centralRole = self.centralRole, centralRole.servesConnections {
         logger.info("closing Bluetooth connections")
         await centralRole.shutdown(timeout: 1)
@@ -139,14 +153,112 @@ public final class GatewayService: Service, Sendable {
       group.cancelAll()
     }
 
+    if duplicate {
+      // The other run's `online` stands: no `offline` of ours, and a clean DISCONNECT sends no
+      // last will.
+      await client.shutdown(finalMessages: [], timeout: 0.6)
+      throw GatewayError(
+        "another gatt2mqtt runs with gateway.id '\(topics.gateway.rawValue)'; give each gateway its own gateway.id"
+      )
+    }
     logger.info("gatt2mqtt stopping: publishing offline state")
     await client.shutdown(
       finalMessages: [
         MQTTMessage(
-          topic: topics.bridgeState.rawValue, payload: BridgePayload.state(online: false),
+          topic: topics.bridgeState.rawValue, payload: instance.statePayload(online: false),
           qos: .atLeastOnce, retain: true)
       ], timeout: 0.6)
     logger.info("gatt2mqtt stopped")
+  }
+
+  /// Waits for the graceful shutdown, or for the end of the grace a newcomer gets when another
+  /// run with our `gateway.id` is online (``DuplicateGatewayGuard``).
+  ///
+  /// - Returns: Whether the gateway stops because of another run.
+  private func untilStopped() async -> Bool {
+    await withTaskGroup(of: Bool.self) { race in
+      race.addTask {
+        try? await gracefulShutdown()
+        return false
+      }
+      race.addTask {
+        while !Task.isCancelled {
+          let now = ContinuousClock.now
+          if self.duplicates.withLock({ $0.shouldStop(now: self.seconds(now)) }) { return true }
+          try? await Task.sleep(for: .milliseconds(250))
+        }
+        return false
+      }
+      let duplicate = await race.next() ?? false
+      race.cancelAll()
+      if duplicate {
+        logger.critical(
+          "stopping: another gatt2mqtt with gateway.id '\(topics.gateway.rawValue)' is still online; give each gateway its own gateway.id (exit 78)"
+        )
+      }
+      return duplicate
+    }
+  }
+
+  /// Monotonic seconds since the gateway was made.
+  private func seconds(_ instant: ContinuousClock.Instant) -> Double {
+    let elapsed = started.duration(to: instant).components
+    return Double(elapsed.seconds) + Double(elapsed.attoseconds) * 1e-18
+  }
+
+  /// Publishes our retained online state again.
+  private func assertOnline() {
+    client.setRetainedState(
+      MQTTMessage(
+        topic: topics.bridgeState.rawValue, payload: instance.statePayload(online: true),
+        qos: .atLeastOnce, retain: true))
+  }
+
+  /// A message on our own `<base>/bridge/<gw>/state`: another run with our id?
+  private func observeOwnState(_ message: MQTTMessage) {
+    let now = seconds(ContinuousClock.now)
+    let (verdict, first) = duplicates.withLock { guardState in
+      let known = guardState.rival?.id
+      let verdict = guardState.observe(message.payload, now: now)
+      if case .newcomer(let other, _) = verdict { return (verdict, known != other) }
+      return (verdict, true)
+    }
+    guard first else { return }
+    var data: JSONObject = ["instance": .string(instance.id)]
+    switch verdict {
+    case .none:
+      return
+    case .newcomer(let other, let deadline):
+      let wait = Int((deadline - now).rounded(.up))
+      logger.critical(
+        "another gatt2mqtt (instance \(other)) has been online with gateway.id '\(topics.gateway.rawValue)' longer than this one (instance \(instance.id)); this one stops in \(wait) s unless that one goes offline. Give each gateway its own gateway.id."
+      )
+      data["other"] = .string(other)
+      data["role"] = "newcomer"
+      data["stop_in_s"] = .integer(Int64(wait))
+    case .incumbent(let other):
+      logger.critical(
+        "another gatt2mqtt (instance \(other)) started with this gateway's id '\(topics.gateway.rawValue)'; it will stop. Give each gateway its own gateway.id."
+      )
+      data["other"] = .string(other)
+      data["role"] = "incumbent"
+      assertOnline()  // the newcomer overwrote our retained state
+    case .cleared(let other):
+      logger.notice(
+        "the other gatt2mqtt with this gateway.id (instance \(other)) went offline; carrying on")
+      data["other"] = .string(other)
+      data["role"] = "cleared"
+      assertOnline()
+    case .overwritten(let other):
+      logger.notice(
+        "another run's offline state (instance \(other)) replaced ours; publishing ours again")
+      assertOnline()
+      return
+    }
+    client.enqueue(
+      MQTTMessage(
+        topic: topics.bridgeEvent.rawValue,
+        payload: BridgePayload.event(type: "duplicate_gateway_id", data: data), qos: .atLeastOnce))
   }
 
   // MARK: - bridge plane
@@ -181,6 +293,10 @@ public final class GatewayService: Service, Sendable {
 
   /// Answers one incoming message; never throws, whatever the message holds.
   func handle(_ incoming: MQTTMessage) {
+    if incoming.topic == topics.bridgeState.rawValue {
+      observeOwnState(incoming)
+      return
+    }
     guard let topic = try? TopicName(incoming.topic), let request = topics.parseRequest(topic)
     else {
       if incoming.topic.hasPrefix(topics.bridgeRequestPrefix) {

@@ -3,8 +3,15 @@ public import Mosquitto
 
 extension MQTTClientConfiguration {
   /// The MQTT client settings for a gateway: broker, credentials, TLS, reconnect policy,
-  /// offline queue, and the retained `offline` state as last will.
-  public init(gateway configuration: GatewayConfiguration, topics: Topics) {
+  /// offline queue, and the retained `offline` state of this run as last will.
+  ///
+  /// - Parameters:
+  ///   - configuration: The loaded configuration.
+  ///   - topics: The gateway's topics.
+  ///   - instance: This run (its id goes into the will and the default client id).
+  public init(
+    gateway configuration: GatewayConfiguration, topics: Topics, instance: GatewayInstance
+  ) {
     let mqtt = configuration.mqtt
     var tls: TLS?
     if mqtt.tls.enabled {
@@ -14,12 +21,12 @@ extension MQTTClientConfiguration {
     }
     self.init(
       host: mqtt.host, port: mqtt.port,
-      clientID: mqtt.resolvedClientID(gatewayID: topics.gateway.rawValue),
+      clientID: mqtt.resolvedClientID(gatewayID: topics.gateway.rawValue, instance: instance.id),
       keepalive: mqtt.keepalive, cleanSession: mqtt.cleanSession,
       protocolVersion: mqtt.protocolVersion == .v5 ? .v5 : .v311,
       username: mqtt.username, password: mqtt.password, tls: tls,
       will: MQTTMessage(
-        topic: topics.bridgeState.rawValue, payload: BridgePayload.state(online: false),
+        topic: topics.bridgeState.rawValue, payload: instance.statePayload(online: false),
         qos: .atLeastOnce, retain: true),
       minReconnectDelay: mqtt.reconnect.minDelay, maxReconnectDelay: mqtt.reconnect.maxDelay,
       offlineQueueCapacity: mqtt.offlineQueue.maxMessages,

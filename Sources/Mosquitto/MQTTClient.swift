@@ -91,6 +91,17 @@ public final class MQTTClient: Sendable {
     core.send(.forgetRetained(topic))
   }
 
+  /// Subscribes to a topic filter, now and after every reconnect, without waiting for the
+  /// broker's SUBACK: commands are carried out in order, so a subscription added before
+  /// ``setRetainedState(_:)`` reaches the broker before that publication, also after a reconnect.
+  ///
+  /// - Parameters:
+  ///   - filter: The topic filter.
+  ///   - qos: The maximum QoS.
+  public func addSubscription(_ filter: String, qos: MQTTQoS = .atLeastOnce) {
+    core.send(.subscribe(filter, qos, nil))
+  }
+
   /// Subscribes to a topic filter, now and after every reconnect, and waits for the broker's
   /// SUBACK (while disconnected: until the next connection's SUBACK).
   /// - Throws: ``MQTTError`` `subscription_refused` when the broker refuses it,

@@ -6,12 +6,16 @@ struct BridgePlaneTests {
   let router = BridgeRequestRouter()
   let health = { HealthReport(uptime: 12.34, residentMemoryBytes: 4096, published: 7, dropped: 2) }
 
-  @Test("state payloads are the exact JSON of TOPICS.md")
+  let instance = GatewayInstance(id: "0123456789abcdef", started: 1_700_000_000.25)
+
+  @Test("state payloads: TOPICS.md's state with this run's instance id (and start when online)")
   func statePayloads() {
     #expect(
-      String(decoding: BridgePayload.state(online: true), as: UTF8.self) == #"{"state":"online"}"#)
+      String(decoding: instance.statePayload(online: true), as: UTF8.self)
+        == #"{"state":"online","instance":"0123456789abcdef","started":1700000000250}"#)
     #expect(
-      String(decoding: BridgePayload.state(online: false), as: UTF8.self) == #"{"state":"offline"}"#
+      String(decoding: instance.statePayload(online: false), as: UTF8.self)
+        == #"{"state":"offline","instance":"0123456789abcdef"}"#
     )
   }
 

@@ -119,7 +119,11 @@ struct ConfigurationDefaultsTests {
   }
 
   @Test func clientIDDefaultsToThePrefixedGatewayID() {
-    #expect(GatewayConfiguration.MQTT().resolvedClientID(gatewayID: "pi") == "gatt2mqtt-pi")
-    #expect(GatewayConfiguration.MQTT(clientID: "x").resolvedClientID(gatewayID: "pi") == "x")
+    #expect(
+      GatewayConfiguration.MQTT().resolvedClientID(gatewayID: "pi", instance: "01")
+        == "gatt2mqtt-pi-01")
+    #expect(
+      GatewayConfiguration.MQTT(clientID: "x").resolvedClientID(gatewayID: "pi", instance: "01")
+        == "x")
   }
 }

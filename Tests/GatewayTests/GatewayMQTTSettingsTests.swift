@@ -7,24 +7,35 @@ import Testing
 @Suite("Gateway configuration → MQTT client settings")
 struct GatewayMQTTSettingsTests {
   let topics = try! Topics(base: "home/ble", gateway: GatewayID("pi-1"))
+  let instance = GatewayInstance(id: "0123456789abcdef", started: 1_700_000_000)
 
   @Test("the last will is the retained offline state on the gateway's state topic")
   func will() throws {
-    let settings = MQTTClientConfiguration(gateway: GatewayConfiguration(), topics: topics)
+    let settings = MQTTClientConfiguration(
+      gateway: GatewayConfiguration(), topics: topics, instance: instance)
     let will = try #require(settings.will)
     #expect(will.topic == "home/ble/bridge/pi-1/state")
-    #expect(will.text == #"{"state":"offline"}"#)
+    #expect(will.text == #"{"state":"offline","instance":"0123456789abcdef"}"#)
     #expect(will.retain)
     #expect(will.qos == .atLeastOnce)
   }
 
-  @Test("the client id defaults to gatt2mqtt-<gateway id>; an explicit one wins")
+  @Test(
+    "the client id defaults to gatt2mqtt-<gateway id>-<run> (gatt2mqtt-<gateway id> for a persistent session); an explicit one wins"
+  )
   func clientID() {
     var configuration = GatewayConfiguration()
     #expect(
-      MQTTClientConfiguration(gateway: configuration, topics: topics).clientID == "gatt2mqtt-pi-1")
+      MQTTClientConfiguration(gateway: configuration, topics: topics, instance: instance).clientID
+        == "gatt2mqtt-pi-1-0123456789abcdef")
+    configuration.mqtt.cleanSession = false
+    #expect(
+      MQTTClientConfiguration(gateway: configuration, topics: topics, instance: instance).clientID
+        == "gatt2mqtt-pi-1")
     configuration.mqtt.clientID = "custom"
-    #expect(MQTTClientConfiguration(gateway: configuration, topics: topics).clientID == "custom")
+    #expect(
+      MQTTClientConfiguration(gateway: configuration, topics: topics, instance: instance).clientID
+        == "custom")
   }
 
   @Test("broker, protocol, credentials, reconnect and queue settings carry over")
@@ -39,7 +50,8 @@ struct GatewayMQTTSettingsTests {
     configuration.mqtt.reconnect.maxDelay = 30
     configuration.mqtt.offlineQueue.maxMessages = 42
     configuration.mqtt.offlineQueue.policy = .dropNewest
-    let settings = MQTTClientConfiguration(gateway: configuration, topics: topics)
+    let settings = MQTTClientConfiguration(
+      gateway: configuration, topics: topics, instance: instance)
     #expect(settings.host == "broker.lan")
     #expect(settings.port == 8883)
     #expect(settings.protocolVersion == .v5)
@@ -56,10 +68,13 @@ struct GatewayMQTTSettingsTests {
   func tls() {
     var configuration = GatewayConfiguration()
     configuration.mqtt.tls.caFile = "/ca.pem"
-    #expect(MQTTClientConfiguration(gateway: configuration, topics: topics).tls == nil)
+    #expect(
+      MQTTClientConfiguration(gateway: configuration, topics: topics, instance: instance).tls == nil
+    )
     configuration.mqtt.tls.enabled = true
     configuration.mqtt.tls.insecure = true
-    let tls = MQTTClientConfiguration(gateway: configuration, topics: topics).tls
+    let tls = MQTTClientConfiguration(gateway: configuration, topics: topics, instance: instance)
+      .tls
     #expect(tls?.caFile == "/ca.pem")
     #expect(tls?.insecure == true)
   }
@@ -69,11 +84,12 @@ struct GatewayMQTTSettingsTests {
     var configuration = GatewayConfiguration()
     configuration.mqtt.inbound = .init(maxRequestBytes: 4096, bufferBytes: 1 << 20)
     configuration.peripheral.maxTextBytes = 100
-    var settings = MQTTClientConfiguration(gateway: configuration, topics: topics)
+    var settings = MQTTClientConfiguration(
+      gateway: configuration, topics: topics, instance: instance)
     #expect(settings.maxIncomingMessageBytes == 4096)
     #expect(settings.incomingBufferBytes == 1 << 20)
     configuration.peripheral.maxTextBytes = 1 << 20
-    settings = MQTTClientConfiguration(gateway: configuration, topics: topics)
+    settings = MQTTClientConfiguration(gateway: configuration, topics: topics, instance: instance)
     #expect(settings.maxIncomingMessageBytes == (1 << 20) + 1024)
   }
 

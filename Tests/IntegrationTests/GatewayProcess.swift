@@ -1,3 +1,4 @@
+import BridgeCore
 import Foundation
 import Mosquitto
 import TestSupport
@@ -56,4 +57,10 @@ func observe(
   let collector = Collector(client)
   try await client.subscribe(filter, qos: .atLeastOnce)
   return (client, collector)
+}
+
+/// Whether `message` is a gateway state (`{"state":…,"instance":…}`) saying `state`.
+func stateIs(_ message: MQTTMessage?, _ state: String) -> Bool {
+  guard let message, let json = try? JSONValue.parse(message.payload) else { return false }
+  return json["state"]?.stringValue == state && json["instance"]?.stringValue?.count == 16
 }

@@ -16,7 +16,7 @@ struct GatewayProcessTests {
     let (observer, seen) = try await observe(broker, "gatt2mqtt/bridge/\(gateway.id)/#")
     #expect(
       await eventually {
-        seen.messages.contains { $0.topic.hasSuffix("/state") && $0.text == #"{"state":"online"}"# }
+        seen.messages.contains { $0.topic.hasSuffix("/state") && stateIs($0, "online") }
       },
       "log: \(gateway.log)")
     #expect(await eventually { seen.messages.contains { $0.topic.hasSuffix("/info") } })
@@ -45,12 +45,12 @@ struct GatewayProcessTests {
     try broker.start()
     let gateway = try GatewayProcess(broker: broker)
     let (observer, seen) = try await observe(broker, "gatt2mqtt/bridge/+/state")
-    #expect(await eventually { seen.messages.last?.text == #"{"state":"online"}"# })
+    #expect(await eventually { stateIs(seen.messages.last, "online") })
     gateway.child.signal(SIGKILL)
-    #expect(await eventually(timeout: 15) { seen.messages.last?.text == #"{"state":"offline"}"# })
+    #expect(await eventually(timeout: 15) { stateIs(seen.messages.last, "offline") })
     // A newcomer sees the retained offline state.
     let (late, lateSeen) = try await observe(broker, gateway.stateTopic)
-    #expect(await eventually { lateSeen.messages.first?.text == #"{"state":"offline"}"# })
+    #expect(await eventually { stateIs(lateSeen.messages.first, "offline") })
     #expect(lateSeen.messages.first?.retain == true)
     await observer.shutdown()
     await late.shutdown()
@@ -62,11 +62,11 @@ struct GatewayProcessTests {
     try broker.start()
     let gateway = try GatewayProcess(broker: broker)
     let (observer, seen) = try await observe(broker, gateway.stateTopic)
-    #expect(await eventually { seen.messages.last?.text == #"{"state":"online"}"# })
+    #expect(await eventually { stateIs(seen.messages.last, "online") })
     gateway.child.signal(SIGTERM)
     let status = try #require(gateway.child.wait(timeout: 10), "the gateway did not exit")
     #expect(ChildProcess.exitCode(status) == 0, "log: \(gateway.log)")
-    #expect(await eventually { seen.messages.last?.text == #"{"state":"offline"}"# })
+    #expect(await eventually { stateIs(seen.messages.last, "offline") })
     // A clean DISCONNECT, so the offline state came from the gateway, not from the will.
     #expect(broker.log.contains("Received DISCONNECT from gatt2mqtt-\(gateway.id)"))
     await observer.shutdown()
@@ -98,7 +98,7 @@ struct GatewayProcessTests {
     try await Task.sleep(for: .milliseconds(200))
     // A newcomer after the restart sees the state the gateway published again, retained.
     let (observer, seen) = try await observe(broker, gateway.stateTopic)
-    #expect(await eventually { seen.messages.first?.text == #"{"state":"online"}"# })
+    #expect(await eventually { stateIs(seen.messages.first, "online") })
     #expect(seen.messages.first?.retain == true)
     #expect(gateway.log.contains("MQTT connection lost"))
     #expect(gateway.child.isRunning)
@@ -132,7 +132,7 @@ struct GatewayProcessTests {
         password: "not-the-password"))
     let seen = Collector(observer)
     try await observer.subscribe(gateway.stateTopic)
-    #expect(await eventually(timeout: 15) { seen.messages.last?.text == #"{"state":"online"}"# })
+    #expect(await eventually(timeout: 15) { stateIs(seen.messages.last, "online") })
     await observer.shutdown()
   }
 

@@ -29,7 +29,7 @@ bluetooth:
 """)
 
     # C1: the adapter is published with its state, and scanning runs while it is powered.
-    await mqtt.expect("gatt2mqtt/bridge/lab/state", where=lambda m: m.json() == {"state": "online"}, timeout=60)
+    await mqtt.expect("gatt2mqtt/bridge/lab/state", where=lambda m: m.json()["state"] == "online" and len(m.json()["instance"]) == 16, timeout=60)
     await mqtt.expect(
         "gatt2mqtt/bridge/lab/adapters",
         where=lambda m: any(a.get("id") == lab.adapter and a.get("state") == "poweredOn" and a.get("discovering")

@@ -17,7 +17,7 @@ extension GatewayConfiguration {
     /// The broker's TCP port, 1...65535 (`mqtt.port`). Default 1883.
     public var port: Int
     /// The MQTT client identifier (`mqtt.client_id`); `nil` means `gatt2mqtt-<gateway id>`,
-    /// see ``resolvedClientID(gatewayID:)``. Default `nil`.
+    /// see ``resolvedClientID(gatewayID:instance:)``. Default `nil`.
     public var clientID: String?
     /// The keep-alive interval in seconds, 5...65535 (`mqtt.keepalive`). Default 60.
     public var keepalive: Int
@@ -107,13 +107,18 @@ extension GatewayConfiguration {
       self.responseTopicPrefix = responseTopicPrefix
     }
 
-    /// The client identifier to connect with: ``clientID`` when set, otherwise
-    /// `gatt2mqtt-<gatewayID>`.
+    /// The client id to connect with: ``clientID`` when set; else `gatt2mqtt-<gw>-<run>` (a
+    /// new id per run, so that two processes with the same `gateway.id` do not take the
+    /// connection from each other but see each other's state), or `gatt2mqtt-<gw>` with
+    /// `clean_session: false` (a persistent session needs the same id at every run).
     ///
-    /// - Parameter gatewayID: The gateway's id: `gateway.id`, or the reduced host name.
-    /// - Returns: The MQTT client identifier.
-    public func resolvedClientID(gatewayID: String) -> String {
-      clientID ?? "gatt2mqtt-\(gatewayID)"
+    /// - Parameters:
+    ///   - gatewayID: The gateway's id.
+    ///   - instance: This run's id (``GatewayInstance/id``).
+    /// - Returns: The client id.
+    public func resolvedClientID(gatewayID: String, instance: String) -> String {
+      if let clientID { return clientID }
+      return cleanSession ? "gatt2mqtt-\(gatewayID)-\(instance)" : "gatt2mqtt-\(gatewayID)"
     }
   }
 }
