@@ -119,6 +119,7 @@ public struct DuplicateGatewayGuard: Sendable {
   /// Whether the newcomer's grace is over with the older run still online.
   ///
   /// - Parameter now: Monotonic seconds.
+  /// - Returns: `true` when this run must stop.
   public func shouldStop(now: Double) -> Bool {
     guard let rival else { return false }
     return now >= rival.deadline
