@@ -131,6 +131,12 @@ extension GATTBridge {
       return .success([connectionOutput(link)] + schedule(now: now))
     case .disconnected:
       guard var link = links[address] else {
+        // A device that was seen is simply not connected; one never seen is a mistake.
+        guard knows(address) else {
+          return .failure(
+            .failure(
+              code: "unknown_device", message: "\(address) has not been seen", transaction: nil))
+        }
         return .success([])
       }
       link.request = false

@@ -64,6 +64,42 @@ extension Topics {
     return nil
   }
 
+  /// Why a topic shaped like a device-plane request of this gateway's base
+  /// (`<base>/<dev>/connection/set`, `<base>/<dev>/gatt/<svc>/<chr>/get|set|notify`) is not one
+  /// that ``parseRequest(_:)`` accepts, so that it can be answered instead of ignored.
+  ///
+  /// - Parameter topic: A received topic.
+  /// - Returns: What is wrong (quoting at most 64 characters of the level), or `nil` for a topic
+  ///   that parses or that is not shaped like a device-plane request.
+  public func deviceRequestProblem(_ topic: TopicName) -> String? {
+    guard parseRequest(topic) == nil else { return nil }
+    let levels = topic.levels
+    let baseLevels = TopicRules.levels(base)
+    guard levels.count > baseLevels.count,
+      zip(baseLevels, levels).allSatisfy({ $0.hasSameBytes(as: $1) })
+    else { return nil }
+    let rest = levels[baseLevels.count...]
+    let end = rest.endIndex
+    guard !rest[rest.startIndex].hasSameBytes(as: "bridge") else { return nil }
+    func quoted(_ level: Substring) -> String {
+      level.count > 64 ? String(level.prefix(64)) + "…" : String(level)
+    }
+    if rest.count >= 3, rest[(end - 2)...].elementsEqual(["connection", "set"], by: Self.sameBytes)
+    {
+      return "'\(quoted(rest[end - 3]))' is not a device id"
+    }
+    guard rest.count >= 5, rest[end - 4].hasSameBytes(as: "gatt"),
+      ["get", "set", "notify"].contains(where: { rest[end - 1].hasSameBytes(as: $0) })
+    else { return nil }
+    if Self.deviceID(rest[..<(end - 4)]) == nil {
+      return "'\(quoted(rest[end - 5]))' is not a device id"
+    }
+    for level in [rest[end - 3], rest[end - 2]] where (try? BluetoothUUID(String(level))) == nil {
+      return "'\(quoted(level))' is not a Bluetooth UUID"
+    }
+    return nil
+  }
+
   private static func sameBytes(_ lhs: Substring, _ rhs: String) -> Bool {
     lhs.hasSameBytes(as: rhs)
   }

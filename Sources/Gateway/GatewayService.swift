@@ -311,6 +311,12 @@ public final class GatewayService: Service, Sendable {
             transaction: nil), to: unread)
         return
       }
+      if let topic = try? TopicName(incoming.topic),
+        let problem = topics.deviceRequestProblem(topic)
+      {
+        refuseTopic(incoming, problem)
+        return
+      }
       logger.debug("ignored message", metadata: ["mqtt.topic": "\(incoming.topic)"])
       return
     }
@@ -374,6 +380,34 @@ public final class GatewayService: Service, Sendable {
       response.transaction = command.transaction
       answer(verb: command.verb, response, to: command.message)
       if Task.isCancelled { return }
+    }
+  }
+
+  /// Answers a device-plane request whose topic does not parse (a device id or UUID level that
+  /// is not one): a `request_error` event, and its MQTT 5 Response Topic where the policy
+  /// allows.
+  private func refuseTopic(_ message: MQTTMessage, _ problem: String) {
+    counters.requestErrors.withLock { $0 += 1 }
+    let quotedTopic =
+      message.topic.count > 256 ? String(message.topic.prefix(256)) + "…" : message.topic
+    logger.warning(
+      "request refused: \(problem)", metadata: ["mqtt.topic": "\(quotedTopic)"])
+    let data: JSONObject = [
+      "topic": .string(quotedTopic), "error": "invalid_topic", "message": .string(problem),
+    ]
+    client.enqueue(
+      MQTTMessage(
+        topic: topics.bridgeEvent.rawValue,
+        payload: BridgePayload.event(type: "request_error", data: data), qos: .atLeastOnce))
+    if let replyTo = message.properties.responseTopic, replyPolicy.refusal(replyTo) == nil,
+      (try? TopicName(replyTo)) != nil
+    {
+      let response = BridgeResponse.failure(
+        code: "invalid_topic", message: problem, transaction: nil)
+      client.enqueue(
+        MQTTMessage(
+          topic: replyTo, payload: response.json.serializedBytes(), qos: .atLeastOnce,
+          properties: MQTTPublishProperties(correlationData: message.properties.correlationData)))
     }
   }
 

@@ -173,6 +173,16 @@ struct GATTBridgeConnectionTests {
     let extra = h.bridge.deviceRequest(
       connect: false, body: ["device": "A4C1381E29DF", "force": true], now: h.now)
     #expect(extra.response.errorCode == "invalid_payload")
+    // Disconnecting: a device seen but never linked is simply not connected; one never seen is
+    // an error, not an "ok".
+    h.event(.deviceUpdated(Fixture.advert("11:11:11:11:11:11", rssi: -70)))
+    let seen = h.bridge.deviceRequest(
+      connect: false, body: ["device": "11:11:11:11:11:11"], now: h.now)
+    #expect(seen.response.ok)
+    let never = h.bridge.deviceRequest(
+      connect: false, body: ["device": "22:22:22:22:22:22"], now: h.now)
+    #expect(never.response.errorCode == "unknown_device")
+    #expect(never.outputs.isEmpty)
   }
 
   @Test("devices are selected by name pattern and advertised service")

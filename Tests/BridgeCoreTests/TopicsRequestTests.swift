@@ -37,6 +37,27 @@ struct TopicsRequestTests {
     #expect(try parse("gatt2mqtt/A4C1381E29DF/gatt/180f/2a19/notify") == .notify(path))
   }
 
+  @Test("a topic shaped like a device request that does not parse says which level is wrong")
+  func deviceRequestProblems() throws {
+    func problem(_ string: String) throws -> String? {
+      topics.deviceRequestProblem(try TopicName(string))
+    }
+    #expect(
+      try problem("gatt2mqtt/A4C1381E29DF/gatt/zz/2a19/set") == "'zz' is not a Bluetooth UUID")
+    #expect(
+      try problem("gatt2mqtt/A4C1381E29DF/gatt/180f/\(String(repeating: "q", count: 100))/get")
+        == "'\(String(repeating: "q", count: 64))…' is not a Bluetooth UUID")
+    let long = String(repeating: "d", count: 1100)  // longer than a device id may be (1024)
+    let quoted = "'\(String(repeating: "d", count: 64))…' is not a device id"
+    #expect(try problem("gatt2mqtt/\(long)/connection/set") == quoted)
+    #expect(try problem("gatt2mqtt/\(long)/gatt/180f/2a19/notify") == quoted)
+    // Requests that parse, and topics that are not device requests, have no problem.
+    #expect(try problem("gatt2mqtt/A4C1381E29DF/gatt/180f/2a19/set") == nil)
+    #expect(try problem("gatt2mqtt/A4C1381E29DF/gatt/180f/2a19/result") == nil)
+    #expect(try problem("gatt2mqtt/bridge/pi/request/scan") == nil)
+    #expect(try problem("other/A4C1381E29DF/gatt/zz/2a19/set") == nil)
+  }
+
   @Test("accepts UUID levels in any form and case")
   func uuidForms() throws {
     #expect(

@@ -45,7 +45,7 @@ struct ConfigurationCommandLineTests {
   }
 
   @Test func valueAfterEqualsMayStartWithDashes() async throws {
-    let configuration = try await load(["--mqtt.password=--secret"])
+    let configuration = try await load(["--mqtt.username=u", "--mqtt.password=--secret"])
     #expect(configuration.mqtt.password == "--secret")
   }
 
@@ -100,5 +100,38 @@ struct ConfigurationCommandLineTests {
     let error = try #require(await ConfigurationFixture.error(arguments: ["--mqtt.protocol=4"]))
     #expect(error.key == "mqtt.protocol")
     #expect(error.message.hasPrefix("expected one of \"3.1.1\", \"5\", got \"4\""))
+  }
+}
+
+@Suite("Configuration: broker host and credentials")
+struct ConfigurationBrokerTests {
+  @Test(
+    "mqtt.host must be a host name: not 10 MB, not with spaces or control characters",
+    arguments: [String(repeating: "a", count: 10_000_000), "broker lan", "broker\n", ""])
+  func badHosts(host: String) async throws {
+    let error = try #require(await ConfigurationFixture.error(arguments: ["--mqtt.host", host]))
+    #expect(error.key == "mqtt.host")
+    #expect(error.description.count < 300, "the error does not echo the value whole")
+  }
+
+  @Test("host names and addresses of every usual form are accepted")
+  func goodHosts() async throws {
+    for host in ["localhost", "broker.lan", "192.168.1.10", "::1", "fe80::1%eth0", "a.b-c_d"] {
+      let configuration = try await ConfigurationLoader.load(
+        file: nil, environment: [:], arguments: ["--mqtt.host", host])
+      #expect(configuration.mqtt.host == host)
+    }
+  }
+
+  @Test("a password without a user name is an error with MQTT 3.1.1, allowed with MQTT 5")
+  func passwordWithoutUsername() async throws {
+    let error = try #require(
+      await ConfigurationFixture.error(environment: ["GATT2MQTT_MQTT_PASSWORD": "s3cret"]))
+    #expect(error.key == "mqtt.password")
+    #expect(!error.description.contains("s3cret"))
+    let v5 = try await ConfigurationLoader.load(
+      file: nil, environment: ["GATT2MQTT_MQTT_PASSWORD": "s3cret"],
+      arguments: ["--mqtt.protocol", "5"])
+    #expect(v5.mqtt.password == "s3cret")
   }
 }

@@ -111,7 +111,8 @@ struct ConfigurationFileTests {
   }
 
   @Test func numbersAsTextAreKeptForStringKeys() async throws {
-    let path = try ConfigurationFixture.file("mqtt:\n  client_id: 0042\n  password: 007\n")
+    let path = try ConfigurationFixture.file(
+      "mqtt:\n  client_id: 0042\n  username: u\n  password: 007\n")
     let configuration = try await ConfigurationLoader.load(
       file: path, environment: [:], arguments: [])
     #expect(configuration.mqtt.clientID == "0042")
@@ -165,7 +166,9 @@ struct ConfigurationFileTests {
     let path = try ConfigurationFixture.file("mqtt:\n  host:\n    name: broker.lan\n")
     let error = try #require(await ConfigurationFixture.error(file: path))
     #expect(error.key == "mqtt.host")
-    #expect(error.message == "expected a non-empty string, got a mapping")
+    #expect(
+      error.message
+        == "expected a host name or IP address (1 to 253 characters, no spaces), got a mapping")
   }
 
   @Test func listWhereAValueBelongsIsAnError() async throws {

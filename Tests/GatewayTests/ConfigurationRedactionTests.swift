@@ -57,7 +57,9 @@ struct ConfigurationRedactionTests {
 
   @Test func loadedPasswordIsUsableButNeverEchoedInErrors() async throws {
     let configuration = try await ConfigurationLoader.load(
-      file: nil, environment: ["GATT2MQTT_MQTT_PASSWORD": Self.secret], arguments: [])
+      file: nil,
+      environment: ["GATT2MQTT_MQTT_USERNAME": "u", "GATT2MQTT_MQTT_PASSWORD": Self.secret],
+      arguments: [])
     #expect(configuration.mqtt.password == Self.secret)
     #expect(!"\(configuration)".contains(Self.secret))
   }

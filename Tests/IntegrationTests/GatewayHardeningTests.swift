@@ -162,6 +162,32 @@ struct GatewayHardeningTests {
     await client.shutdown()
   }
 
+  @Test("a device request whose UUID level does not parse is answered with a request_error event")
+  func unparseableDeviceTopic() async throws {
+    let broker = try Broker()
+    try broker.start()
+    let gateway = try GatewayProcess(broker: broker, extra: ["--radio", "simulated"])
+    let (client, seen) = try await observe(broker, "gatt2mqtt/bridge/\(gateway.id)/event")
+    // All four device-plane filters subscribed.
+    #expect(
+      await eventually {
+        gateway.log.components(separatedBy: "subscribed to device requests").count == 5
+      })
+    try await client.publish(
+      MQTTMessage(
+        topic: "gatt2mqtt/A4C1381E29DF/gatt/not-a-uuid/2a19/set", text: #"{"hex":"01"}"#,
+        qos: .atLeastOnce))
+    #expect(
+      await eventually {
+        seen.messages.contains { message in
+          guard let json = try? JSONValue.parse(message.payload) else { return false }
+          return json["type"] == "request_error" && json["data"]?["error"] == "invalid_topic"
+            && json["data"]?["message"] == "'not-a-uuid' is not a Bluetooth UUID"
+        }
+      })
+    await client.shutdown()
+  }
+
   @Test("a JSON key with a newline and ESC is logged escaped: no forged log line")
   func logInjection() async throws {
     let broker = try Broker()

@@ -52,7 +52,7 @@ struct ConfigurationKey: Sendable {
   /// ``GatewayConfiguration`` it sets: the loader (``ConfigurationLoader``) and the redacted
   /// summary (``GatewayConfiguration/redactedSummary()``) both come from this table.
   static let all: [ConfigurationKey] = [
-    .string("mqtt.host", \.mqtt.host, .nonEmptyString),
+    .string("mqtt.host", \.mqtt.host, .hostName),
     .int("mqtt.port", \.mqtt.port, .integer(1...65535)),
     .optionalString("mqtt.client_id", \.mqtt.clientID, .nonEmptyString),
     .int("mqtt.keepalive", \.mqtt.keepalive, .integer(5...65535)),

@@ -12,6 +12,9 @@ extension ConfigurationLoader {
     case string
     /// Any text except the empty string.
     case nonEmptyString
+    /// A broker host: a DNS name or an IP address, 1 to 253 characters, no whitespace or
+    /// control characters.
+    case hostName
     /// One topic level: 1 to 64 letters, digits, `_` and `-`, at least one a letter or digit
     /// (exactly the ids BridgeCore's `GatewayID` keeps unchanged).
     case topicLevel
@@ -150,6 +153,7 @@ extension ConfigurationLoader {
       switch self {
       case .string: "a string"
       case .nonEmptyString: "a non-empty string"
+      case .hostName: "a host name or IP address (1 to 253 characters, no spaces)"
       case .topicLevel:
         "a name of up to 64 letters, digits, '_' and '-', with a letter or digit"
       case .topicPrefix:
@@ -202,6 +206,11 @@ extension ConfigurationLoader {
         return .string(text)
       case .nonEmptyString:
         return text.isEmpty ? nil : .string(text)
+      case .hostName:
+        let clean = text.unicodeScalars.allSatisfy {
+          !$0.properties.isWhitespace && $0.properties.generalCategory != .control
+        }
+        return (1...253).contains(text.utf8.count) && clean ? .string(text) : nil
       case .topicLevel:
         return Self.isTopicLevel(text) ? .string(text) : nil
       case .topicPrefix:

@@ -23,7 +23,8 @@ import Configuration
 /// - `mqtt.tls.cert_file` and `mqtt.tls.key_file` are set together or not at all;
 /// - when `mqtt.tls.enabled` is not set anywhere, TLS is on if `ca_file`, `cert_file` or
 ///   `key_file` is set or `insecure` is true; when it is set to `false`, those are errors;
-/// - `mqtt.reconnect.min_delay` is at most `mqtt.reconnect.max_delay`.
+/// - `mqtt.reconnect.min_delay` is at most `mqtt.reconnect.max_delay`;
+/// - `mqtt.password` needs `mqtt.username` with MQTT 3.1.1.
 ///
 /// Files named by `mqtt.tls.*_file` are not opened here; the MQTT client reports them.
 public enum ConfigurationLoader {
@@ -79,6 +80,14 @@ public enum ConfigurationLoader {
     result.mqtt.tls.enabled = try tlsEnabled(
       result.mqtt.tls, explicitly: explicitlyEnabled, origins: origins)
     try checkReconnect(result.mqtt.reconnect, origins: origins)
+    if result.mqtt.password != nil, result.mqtt.username == nil,
+      result.mqtt.protocolVersion != .v5
+    {
+      throw origins.error(
+        "mqtt.password",
+        "MQTT 3.1.1 sends a password only with a user name: set mqtt.username too "
+          + "(or mqtt.protocol: 5, which allows a password alone)")
+    }
     try checkBluetooth(result.bluetooth, origins: origins)
     return result
   }
