@@ -132,6 +132,7 @@ public final class GatewayService: Service, Sendable {
     await withTaskGroup(of: Void.self) { group in
       group.addTask { await self.subscribeToRequests() }
       group.addTask { await self.serveRequests() }
+      group.addTask { await self.refuseOverflow() }
       group.addTask { await self.publishHealth() }
       group.addTask { await self.logHealthOnSignal() }
       if let centralRole = self.centralRole {
@@ -286,6 +287,15 @@ public final class GatewayService: Service, Sendable {
 
   private func serveRequests() async {
     for await message in client.messages {
+      if Task.isCancelled { break }
+      handle(message)
+    }
+  }
+
+  /// Answers `busy` to the requests that arrived while the inbound queue was full (the client
+  /// hands them over without their payload).
+  private func refuseOverflow() async {
+    for await message in client.overflow {
       if Task.isCancelled { break }
       handle(message)
     }

@@ -24,8 +24,16 @@ public final class MQTTClient: Sendable {
   /// ``MQTTClientConfiguration/incomingBufferBytes`` payload bytes. When the consumer falls
   /// behind further, newer messages arrive without their payload
   /// (``MQTTMessage/discarded``, counted in ``MQTTStatistics/receivedDiscarded``) and, past the
-  /// message count, are dropped (``MQTTStatistics/receivedDropped``).
+  /// message count, go to ``overflow``.
   public let messages: MQTTMessageStream
+  /// Messages that did not fit in ``messages`` (its count was reached), without their payload
+  /// (``MQTTMessage/discarded`` `.bufferFull`), so that whoever sent them can be told; counted
+  /// in ``MQTTStatistics/receivedDiscarded``. It holds the oldest
+  /// ``overflowCapacity``; past that a message is lost, counted in
+  /// ``MQTTStatistics/receivedDropped``.
+  public let overflow: AsyncStream<MQTTMessage>
+  /// How many messages ``overflow`` holds.
+  public static let overflowCapacity = 1024
   /// Connection changes (connected, failed attempts, losses, stop); holds the newest 256.
   public let events: AsyncStream<MQTTClientEvent>
   /// The configuration the client was created with.
@@ -46,9 +54,13 @@ public final class MQTTClient: Sendable {
       bufferingPolicy: .bufferingOldest(max(1, configuration.incomingBufferCapacity)))
     let (events, eventSink) = AsyncStream.makeStream(
       of: MQTTClientEvent.self, bufferingPolicy: .bufferingNewest(256))
+    let (overflow, overflowSink) = AsyncStream.makeStream(
+      of: MQTTMessage.self, bufferingPolicy: .bufferingOldest(Self.overflowCapacity))
     self.events = events
+    self.overflow = overflow
     let core = try ClientCore(
-      configuration: configuration, logger: logger, messages: messageSink, events: eventSink)
+      configuration: configuration, logger: logger, messages: messageSink,
+      overflow: overflowSink, events: eventSink)
     self.core = core
     self.messages = MQTTMessageStream(base: messages, core: core)
   }

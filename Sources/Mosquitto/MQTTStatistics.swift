@@ -4,10 +4,12 @@ public struct MQTTStatistics: Sendable, Hashable {
   public var published: UInt64 = 0
   /// Messages received from the broker.
   public var received: UInt64 = 0
-  /// Received messages dropped because the consumer of ``MQTTClient/messages`` fell behind.
+  /// Received messages lost because the consumer of ``MQTTClient/messages`` fell behind and
+  /// ``MQTTClient/overflow`` was full too.
   public var receivedDropped: UInt64 = 0
   /// Received messages delivered without their payload: too large, or the buffer of received
-  /// messages was full in bytes (see ``MQTTMessage/discarded``).
+  /// messages was full in bytes or in count (see ``MQTTMessage/discarded``,
+  /// ``MQTTClient/overflow``).
   public var receivedDiscarded: UInt64 = 0
   /// Payload bytes of received messages waiting for the consumer right now.
   public var incomingBytes: Int = 0

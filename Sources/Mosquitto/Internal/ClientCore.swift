@@ -92,6 +92,8 @@ final class ClientCore: @unchecked Sendable {
   let configuration: MQTTClientConfiguration
   let logger: Logger
   let messages: AsyncStream<MQTTMessage>.Continuation
+  /// Messages that did not fit in `messages`, without their payload.
+  let overflow: AsyncStream<MQTTMessage>.Continuation
   let events: AsyncStream<MQTTClientEvent>.Continuation
   /// Commands for the loop thread; closed once the thread has ended.
   let mailbox: LoopMailbox<Command>
@@ -107,11 +109,13 @@ final class ClientCore: @unchecked Sendable {
   init(
     configuration: MQTTClientConfiguration, logger: Logger,
     messages: AsyncStream<MQTTMessage>.Continuation,
+    overflow: AsyncStream<MQTTMessage>.Continuation,
     events: AsyncStream<MQTTClientEvent>.Continuation
   ) throws(MQTTError) {
     self.configuration = configuration
     self.logger = logger
     self.messages = messages
+    self.overflow = overflow
     self.events = events
     handle = try MosquittoHandle(configuration: configuration)
     session = MQTTSession(configuration: configuration, logger: logger)
@@ -257,9 +261,20 @@ final class ClientCore: @unchecked Sendable {
         message.payload = []
       }
       if case .dropped = messages.yield(message) {
-        stats.withLock {
-          $0.receivedDropped += 1
-          $0.incomingBytes -= message.payload.count
+        // Past the message count: the sender is told through `overflow` while it has room.
+        let bytes = message.payload.count
+        var stripped = message
+        stripped.payload = []
+        if stripped.discarded == nil { stripped.discarded = .bufferFull(bytes: bytes) }
+        let kept: Bool
+        if case .dropped = overflow.yield(stripped) { kept = false } else { kept = true }
+        stats.withLock { stats in
+          stats.incomingBytes -= bytes
+          if kept {
+            if message.discarded == nil { stats.receivedDiscarded += 1 }
+          } else {
+            stats.receivedDropped += 1
+          }
         }
       }
     }
@@ -279,6 +294,7 @@ final class ClientCore: @unchecked Sendable {
     settle()
     events.finish()
     messages.finish()
+    overflow.finish()
     // Answer whatever arrived while stopping; later commands are refused by `send`.
     for command in mailbox.close() { MQTTSession.refuse(command) }
   }

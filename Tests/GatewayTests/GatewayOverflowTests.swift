@@ -1,0 +1,38 @@
+import BridgeCore
+import Foundation
+import Mosquitto
+import TestSupport
+import Testing
+
+@testable import Gateway
+
+@Suite(
+  "Gateway: requests the MQTT client could not keep are answered busy",
+  .enabled(if: Broker.isAvailable, "mosquitto is not installed"))
+struct GatewayOverflowTests {
+  @Test("a bridge request handed over without its payload (inbound queue full) is answered busy")
+  func overflowedRequestIsAnsweredBusy() async throws {
+    let broker = try Broker()
+    try broker.start()
+    defer { broker.stop() }
+    var configuration = GatewayConfiguration()
+    configuration.mqtt.host = "127.0.0.1"
+    configuration.mqtt.port = broker.port
+    configuration.gateway.id = "flood"
+    let service = try GatewayService(configuration: configuration, logger: quietLogger("gw"))
+    service.client.start()
+    defer { Task { await service.client.shutdown(finalMessages: [], timeout: 1) } }
+    let observer = try await connectedClient(TestSupport.configuration(broker))
+    let seen = Collector(observer)
+    try await observer.subscribe("gatt2mqtt/bridge/flood/response/#", qos: .atLeastOnce)
+    var overflowed = MQTTMessage(
+      topic: "gatt2mqtt/bridge/flood/request/health_check", payload: [])
+    overflowed.discarded = .bufferFull(bytes: 40)
+    service.handle(overflowed)
+    #expect(await eventually { !seen.messages.isEmpty })
+    let response = try JSONValue.parse(try #require(seen.messages.first).payload)
+    #expect(response["status"] == "error")
+    #expect(response["error"] == "busy")
+    await observer.shutdown()
+  }
+}
