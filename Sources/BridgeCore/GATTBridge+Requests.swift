@@ -23,16 +23,21 @@ extension GATTBridge {
       do {
         parsed = try ConnectionRequest(parsing: payload)
       } catch {
-        return requestError(topics.connectionSet(device), code: error.code, error.description)
+        return connectionResult(
+          device, .failure(code: error.code, message: error.description, transaction: nil),
+          reply: reply)
       }
-      let outcome = setConnection(device, parsed.state, now: now)
-      if case .failure(let response) = outcome {
-        return requestError(
-          topics.connectionSet(device), code: response.errorCode ?? "error",
-          response.message ?? "")
+      switch setConnection(device, parsed.state, now: now) {
+      case .failure(var response):
+        response.transaction = parsed.transaction
+        return connectionResult(device, response, reply: reply)
+      case .success(let outputs):
+        let state = linkByID[device].flatMap { links[$0]?.state } ?? .disconnected
+        return outputs
+          + connectionResult(
+            device, .success(["state": .string(state.rawValue)], transaction: parsed.transaction),
+            reply: reply)
       }
-      if case .success(let outputs) = outcome { return outputs }
-      return []
     case .get(let path):
       let parsed: ReadRequest
       do {
@@ -173,26 +178,32 @@ extension GATTBridge {
     // Whether the characteristic can be written at all comes first: a bad payload for a
     // read-only characteristic is `not_permitted`, not `invalid_payload`.
     let (id, characteristic): (GATTCharacteristicID, GATTTree.Characteristic)
+    // Every answer echoes the transaction when the payload has a readable one.
+    let echoed = try? WriteRequest(parsing: payload, format: format(for: path)).transaction
     switch target(path) {
     case .failure(let failure):
-      let transaction = try? WriteRequest(parsing: payload, format: format(for: path)).transaction
-      return result(path, op: "write", transaction: transaction, reply: reply, failure)
+      return result(path, op: "write", transaction: echoed, reply: reply, failure)
     case .success(let found):
       (id, characteristic) = found
     }
     guard characteristic.canWriteWithResponse || characteristic.canWriteWithoutResponse else {
       return result(
-        path, op: "write", transaction: nil, reply: reply,
+        path, op: "write", transaction: echoed, reply: reply,
         Failure(
           "not_permitted", "the characteristic is not writable (flags: \(characteristic.flags))"))
     }
+    // The device, not its spelling: the topic may name it by a lower-case id or an address.
     if !configuration.writable.isEmpty,
       !configuration.writable.contains(where: {
-        $0.matches(device: path.device, service: path.service, characteristic: path.characteristic)
+        $0.matches(
+          device: DeviceID(address: id.address), address: id.address, service: path.service,
+          characteristic: path.characteristic)
+          || $0.matches(
+            device: path.device, service: path.service, characteristic: path.characteristic)
       })
     {
       return result(
-        path, op: "write", transaction: nil, reply: reply,
+        path, op: "write", transaction: echoed, reply: reply,
         Failure("not_permitted", "bluetooth.gatt.writable does not list this characteristic"))
     }
     let request: WriteRequest
@@ -240,12 +251,24 @@ extension GATTBridge {
   mutating func setNotify(_ path: CharacteristicPath, _ enabled: Bool, reply: ReplyAddress?)
     -> [GATTOutput]
   {
-    notifyWanted[path] = enabled
-    guard let address = linkByID[path.device], let link = links[address],
-      link.state == .ready
+    // Kept under the device's canonical id when the topic names it by an address spelled
+    // otherwise (lower case, colons), so that it applies to the device, not to a spelling.
+    var wanted = path
+    if linkByID[path.device] == nil, let address = try? BluetoothAddress(path.device.rawValue) {
+      wanted.device = DeviceID(address: address)
+    }
+    notifyWanted[wanted] = enabled
+    guard let address = linkByID[wanted.device], let link = links[address], link.state == .ready
     else {
-      // The desired state applies at the next connection.
-      return []
+      // The desired state applies at the next connection (retained `/notify` messages arrive
+      // before the device is seen): said so on the result topic, not kept silently.
+      return resultOutputs(
+        path,
+        [
+          "op": "notify", "status": "pending", "notify": .bool(enabled),
+          "message": "applies when the device is connected and ready",
+          "gw": .string(topics.gateway.rawValue),
+        ], reply: reply)
     }
     switch target(path) {
     case .failure(let failure):
@@ -352,6 +375,29 @@ extension GATTBridge {
         "request_error",
         ["topic": .string(topic.rawValue), "error": .string(code), "message": .string(message)])
     ]
+  }
+
+  /// The outcome of a `connection/set`: `<base>/<dev>/connection/result`
+  /// (`{"op":"connection","status":"ok","state":"connecting",…}` or the error), the MQTT 5
+  /// reply, and for an error a `request_error` event as before.
+  func connectionResult(_ device: DeviceID, _ response: BridgeResponse, reply: ReplyAddress?)
+    -> [GATTOutput]
+  {
+    var object: JSONObject = ["op": "connection", "gw": .string(topics.gateway.rawValue)]
+    for (key, value) in response.json.objectValue ?? [:] where key != "data" {
+      object[key] = value
+    }
+    for (key, value) in response.data { object[key] = value }
+    let payload = JSONValue.object(object).serializedBytes()
+    var outputs: [GATTOutput] = [
+      .publish(topic: topics.connectionResult(device), payload: payload, retain: false)
+    ]
+    if let reply { outputs.append(.reply(reply, payload: payload)) }
+    if !response.ok {
+      outputs += requestError(
+        topics.connectionSet(device), code: response.errorCode ?? "error", response.message ?? "")
+    }
+    return outputs
   }
 
   /// The result publications of a request that failed before reaching the device.

@@ -140,6 +140,14 @@ public struct Topics: Sendable, Hashable {
     self.device(device, "connection/set")
   }
 
+  /// `<base>/<dev>/connection/result`: the outcome of each `connection/set`.
+  ///
+  /// - Parameter device: The device.
+  /// - Returns: The topic.
+  public func connectionResult(_ device: DeviceID) -> TopicName {
+    self.device(device, "connection/result")
+  }
+
   /// `<base>/<dev>/gatt`: the GATT tree, retained.
   ///
   /// - Parameter device: The device.

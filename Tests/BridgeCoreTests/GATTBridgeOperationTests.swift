@@ -85,6 +85,24 @@ struct GATTBridgeOperationTests {
     #expect(h.results(stream).last?["error"] == "not_permitted")
   }
 
+  @Test("the write allow-list matches the device, not the spelling of its id in the topic")
+  func allowListMatchesTheDevice() throws {
+    var h = readyHarness(
+      .init(writable: [try CharacteristicSelector(parsing: "A4C1381E29DF/fff0/fff2")]))
+    for spelling in ["A4C1381E29DF", "a4c1381e29df", "A4:C1:38:1E:29:DF", "a4-c1-38-1e-29-df"] {
+      let respelled = CharacteristicPath(
+        device: try DeviceID(friendlyName: spelling), service: H.control,
+        characteristic: H.stream)
+      let write = h.send(.set(respelled), "01")
+      #expect(write.operations.count == 1, "\(spelling)")
+      h.finishAll(write)
+    }
+    // Another characteristic of the device stays refused.
+    let command = H.path(H.control, H.command)
+    h.send(.set(command), "01")
+    #expect(h.results(command).last?["error"] == "not_permitted")
+  }
+
   @Test("every error code of TOPICS.md is produced where it belongs")
   func errorCodes() throws {
     var h = readyHarness(
@@ -114,6 +132,10 @@ struct GATTBridgeOperationTests {
     h.send(.set(command), "01")
     #expect(h.results(command).last?["error"] == "not_permitted")
     #expect(h.results(command).last?["message"]?.stringValue?.contains("writable") == true)
+    // A refusal echoes the request's transaction.
+    h.send(.set(command), #"{"hex":"01","transaction":"t-7"}"#)
+    #expect(h.results(command).last?["error"] == "not_permitted")
+    #expect(h.results(command).last?["transaction"] == "t-7")
 
     h.send(.set(stream), String(repeating: "00", count: 21))
     #expect(h.results(stream).last?["error"] == "too_long")
@@ -173,8 +195,15 @@ struct GATTBridgeOperationTests {
         policy: ConnectionPolicy(addresses: [H.sensor]),
         notify: [try CharacteristicSelector(parsing: "*/180f/2a19")]))
     let hr = H.path(H.heartRate, H.heartRateMeasurement)
-    // Desired before the device is connected: remembered, no error.
-    #expect(h.send(.notify(hr), "on").isEmpty)
+    // Desired before the device is connected: remembered, and said so (status "pending").
+    let pending = h.send(.notify(hr), "on")
+    #expect(pending.map(\.topic) == ["gatt2mqtt/A4C1381E29DF/gatt/180d/2a37/result"])
+    #expect(pending.first?.json?["status"] == "pending")
+    // Named by a lower-case address, the same device: one wish, not two.
+    let lower = CharacteristicPath(
+      device: try DeviceID(friendlyName: "a4c1381e29df"), service: H.heartRate,
+      characteristic: H.heartRateMeasurement)
+    _ = h.send(.notify(lower), "on")
     let arming = h.ready()
     let enabled = Set(
       arming.operations.filter { $0.kind == .notify(true) }.map(\.characteristic.characteristic))

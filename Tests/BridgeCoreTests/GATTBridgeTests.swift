@@ -151,10 +151,20 @@ struct GATTBridgeConnectionTests {
     h.send(.connectionSet(H.device(stranger)), "not json")
     #expect(h.events("request_error").count == 3)
     #expect(h.outputs.connects.isEmpty)
+    // Each outcome is also a result on <dev>/connection/result, with the transaction.
+    h.send(.connectionSet(H.device(stranger)), #"{"state":"connected","transaction":9}"#)
+    let results = h.outputs.filter { $0.topic == "gatt2mqtt/112233445566/connection/result" }
+    #expect(results.count == 4)
+    #expect(results.last?.json?["status"] == "error")
+    #expect(results.last?.json?["error"] == "unknown_device")
+    #expect(results.last?.json?["transaction"] == 9)
     // Once seen, the same request connects.
     h.event(.deviceUpdated(Fixture.advert(stranger.description, rssi: -70)))
     h.send(.connectionSet(H.device(stranger)), #"{"state":"connected"}"#)
     #expect(h.outputs.connects == [stranger])
+    let accepted = h.outputs.filter { $0.topic == "gatt2mqtt/112233445566/connection/result" }
+    #expect(accepted.last?.json?["status"] == "ok")
+    #expect(accepted.last?.json?["state"] == "connecting")
   }
 
   @Test("device/connect and device/disconnect answer on the bridge plane")
