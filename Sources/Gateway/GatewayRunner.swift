@@ -2,6 +2,7 @@ public import BlueZ
 public import BridgeCore
 import Foundation
 public import Logging
+import Mosquitto
 public import ServiceLifecycle
 public import SimulatedRadio
 public import UnixSignals
@@ -12,6 +13,7 @@ public enum GatewayRunner {
   /// disconnect).
   /// - Throws: ``GatewayError`` when the gateway cannot start.
   public static func run(configuration: GatewayConfiguration, logger: Logger) async throws {
+    for warning in try preflight(configuration) { logger.warning("\(warning)") }
     let radio = try makeRadio(configuration, logger: logger)
     let service = try GatewayService(
       configuration: configuration, logger: logger, central: radio.central,
@@ -26,6 +28,47 @@ public enum GatewayRunner {
     // cancels whatever is left, so a stop never waits for a broker or a radio that is gone.
     group.maximumGracefulShutdownDuration = gracefulShutdownLimit
     try await ServiceGroup(configuration: group).run()
+  }
+
+  /// Checks what the configuration loader cannot: the topics the gateway would use, the MQTT
+  /// client's settings (TLS files readable, settings libmosquitto accepts), and the simulated
+  /// world file when the radio is simulated. `run` and `check-config` both call it, so that a
+  /// configuration `check-config` accepts is one `run` starts with.
+  ///
+  /// - Parameter configuration: The loaded configuration.
+  /// - Returns: Warnings about settings that will not be used (a world file without the
+  ///   simulated radio).
+  /// - Throws: ``GatewayError`` naming the problem.
+  public static func preflight(_ configuration: GatewayConfiguration) throws(GatewayError)
+    -> [String]
+  {
+    let topics: Topics
+    do {
+      topics = try Topics(
+        base: configuration.mqtt.baseTopic,
+        gateway: GatewayID(
+          configuration.gateway.id ?? GatewayConfiguration.Gateway.systemHostname()))
+    } catch {
+      throw GatewayError("mqtt.base_topic: \(error)")
+    }
+    do {
+      // Made and dropped at once: it opens no connection before `start()`.
+      _ = try MQTTClient(
+        configuration: MQTTClientConfiguration(
+          gateway: configuration, topics: topics, instance: GatewayInstance.random(started: 0)),
+        logger: Logger(label: "gatt2mqtt.preflight"))
+    } catch {
+      throw GatewayError("MQTT settings: \(error.message)")
+    }
+    var warnings: [String] = []
+    if configuration.bluetooth.radio == .simulated {
+      _ = try simulatedWorld(configuration.bluetooth.simulation)
+    } else if let world = configuration.bluetooth.simulation {
+      warnings.append(
+        "bluetooth.simulation (\(world)) is not used: bluetooth.radio is \(configuration.bluetooth.radio.rawValue), not simulated"
+      )
+    }
+    return warnings
   }
 
   /// The signals that stop the gateway cleanly (`offline` published, Bluetooth torn down):

@@ -108,9 +108,22 @@ extension Gatt2MQTT {
 
     @OptionGroup var options: ConfigurationOptions
 
+    @Option(
+      help: ArgumentHelp(
+        "Which BLE stack, as for run (same as --bluetooth.radio).", valueName: "radio"))
+    var radio: String?
+
+    @Option(
+      help: ArgumentHelp(
+        "The simulated world's YAML file, as for run (same as --bluetooth.simulation).",
+        valueName: "file"))
+    var world: String?
+
     func run() async throws {
       // `check-config FILE [--key value …]`: a leading word is the file to check.
       var options = self.options
+      if let radio { options.overrides += ["--bluetooth.radio", radio] }
+      if let world { options.overrides += ["--bluetooth.simulation", world] }
       var file: String?
       if let first = options.overrides.first, !first.hasPrefix("-") {
         file = first
@@ -122,6 +135,15 @@ extension Gatt2MQTT {
       } catch {
         throw exitWithConfigurationError(error)
       }
+      // What `run` checks before it starts, so that "valid" means "starts".
+      let warnings: [String]
+      do {
+        warnings = try GatewayRunner.preflight(loaded)
+      } catch {
+        FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+        throw ExitCode(78)
+      }
+      for warning in warnings { print("warning: \(warning)") }
       print("configuration is valid")
       for entry in loaded.redactedSummary() {
         print("  \(entry.key): \(entry.value ?? "(unset)")")

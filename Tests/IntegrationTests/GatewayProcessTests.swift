@@ -207,6 +207,32 @@ struct CommandLineTests {
     #expect(unknown.output.contains("mqtt.tls.ca_flie"), "\(unknown.output)")
   }
 
+  @Test("check-config checks what run checks: TLS files, the world file, --radio and --world")
+  func checkConfigMatchesRun() throws {
+    let directory = try makeTemporaryDirectory(prefix: "cfg")
+    let missing = directory.appendingPathComponent("absent.pem").path
+    let tls = try runProcess(gatewayExecutable, ["check-config", "--mqtt.tls.ca-file", missing])
+    #expect(tls.status == 78, "\(tls.output)")
+    #expect(tls.output.contains("absent.pem"), "\(tls.output)")
+
+    let noWorld = try runProcess(
+      gatewayExecutable, ["check-config", "--radio", "simulated", "--world", missing])
+    #expect(noWorld.status == 78, "\(noWorld.output)")
+    #expect(noWorld.output.contains("bluetooth.simulation"), "\(noWorld.output)")
+
+    let world = directory.appendingPathComponent("world.yaml").path
+    try "devices:\n  - kind: battery\n".write(toFile: world, atomically: true, encoding: .utf8)
+    let good = try runProcess(
+      gatewayExecutable, ["check-config", "--radio", "simulated", "--world", world])
+    #expect(good.status == 0, "\(good.output)")
+    #expect(good.output.contains("bluetooth.radio: simulated"), "\(good.output)")
+
+    let unused = try runProcess(
+      gatewayExecutable, ["check-config", "--radio", "none", "--world", world])
+    #expect(unused.status == 0, "\(unused.output)")
+    #expect(unused.output.contains("warning: bluetooth.simulation"), "\(unused.output)")
+  }
+
   @Test("run refuses a bad option before connecting anywhere")
   func runRejectsBadOption() throws {
     let result = try runProcess(gatewayExecutable, ["run", "--mqtt.prot", "1"])

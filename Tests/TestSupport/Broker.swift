@@ -11,8 +11,10 @@ public final class Broker: @unchecked Sendable {
   /// reason, when it is not).
   public static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: executable) }
 
-  /// TCP port the broker listens on (127.0.0.1).
-  public let port: Int
+  /// TCP port the broker listens on (127.0.0.1); chosen again when another process took it
+  /// between ``init(configuration:persistence:)`` and the first ``start()``.
+  public private(set) var port: Int
+  private var everStarted = false
   /// Folder holding the broker's configuration, logs and persistence.
   public let directory: URL
   private var extraConfiguration: String
@@ -37,6 +39,25 @@ public final class Broker: @unchecked Sendable {
 
   /// Writes the configuration and starts the broker; returns when it accepts connections.
   public func start() throws {
+    // The free port was free when chosen; with tests running in parallel another process may
+    // take it before the broker binds it. Only the first start may move (restarts keep the
+    // port the clients know).
+    for attempt in 1...5 {
+      do {
+        try startOnce()
+        everStarted = true
+        return
+      } catch let failure as TestFailure
+        where !everStarted && attempt < 5 && log.contains("Address already in use")
+      {
+        _ = failure
+        try? FileManager.default.removeItem(atPath: directory.path + "/broker.log")
+        port = try freeLoopbackPort()
+      }
+    }
+  }
+
+  private func startOnce() throws {
     let conf = directory.appendingPathComponent("mosquitto.conf")
     var text = "per_listener_settings false\n"
     if getuid() == 0 { text += "user root\n" }
