@@ -18,7 +18,9 @@ extension Topics {
   /// Recognises an inbound topic of this gateway.
   ///
   /// Bridge topics of other gateways, outbound topics, and device topics with a device id that is
-  /// not a valid friendly name or UUID levels that do not parse give `nil`. UUID levels are
+  /// not a valid friendly name or UUID levels that do not parse give `nil`. A device level that
+  /// is an address in another spelling (`a4c1381e29df`, `A4:C1:38:1E:29:DF`) gives the device's
+  /// canonical id (`A4C1381E29DF`). UUID levels are
   /// accepted in any form ``BluetoothUUID/init(_:)`` parses, of either case; the other levels
   /// compare byte for byte.
   ///
@@ -104,7 +106,14 @@ extension Topics {
     lhs.hasSameBytes(as: rhs)
   }
 
+  /// The device a topic's `<dev>` levels name. One level shaped like an address in any
+  /// spelling (lower case, `:` or `-` separators) names that device: its canonical id, so that
+  /// requests, allow-lists and results follow the device, not the spelling.
   private static func deviceID(_ levels: ArraySlice<Substring>) -> DeviceID? {
-    try? DeviceID(friendlyName: levels.joined(separator: "/"))
+    let text = levels.joined(separator: "/")
+    if levels.count == 1, let address = try? BluetoothAddress(text) {
+      return DeviceID(address: address)
+    }
+    return try? DeviceID(friendlyName: text)
   }
 }

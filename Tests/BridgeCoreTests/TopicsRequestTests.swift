@@ -58,6 +58,21 @@ struct TopicsRequestTests {
     #expect(try problem("other/A4C1381E29DF/gatt/zz/2a19/set") == nil)
   }
 
+  @Test("a device named by its address in any spelling is that device, by its canonical id")
+  func addressSpellings() throws {
+    for spelling in ["a4c1381e29df", "A4:C1:38:1E:29:DF", "a4-c1-38-1e-29-df"] {
+      #expect(try parse("gatt2mqtt/\(spelling)/gatt/180f/2a19/get") == .get(path), "\(spelling)")
+      #expect(try parse("gatt2mqtt/\(spelling)/connection/set") == .connectionSet(device))
+    }
+    // Not an address: a friendly name, kept as written.
+    #expect(
+      try parse("gatt2mqtt/kitchen/gatt/180f/2a19/get")
+        == .get(
+          CharacteristicPath(
+            device: try DeviceID(friendlyName: "kitchen"), service: battery,
+            characteristic: level)))
+  }
+
   @Test("accepts UUID levels in any form and case")
   func uuidForms() throws {
     #expect(
