@@ -27,12 +27,7 @@ extension Topics {
   /// - Parameter topic: A received topic.
   /// - Returns: The request, or `nil` when the topic is not one the gateway serves.
   public func parseRequest(_ topic: TopicName) -> Request? {
-    let levels = topic.levels
-    let baseLevels = TopicRules.levels(base)
-    guard levels.count > baseLevels.count,
-      zip(baseLevels, levels).allSatisfy({ $0.hasSameBytes(as: $1) })
-    else { return nil }
-    let rest = levels[baseLevels.count...]
+    guard let rest = levelsBelowBase(topic) else { return nil }
     let start = rest.startIndex
     let count = rest.count
 
@@ -74,13 +69,7 @@ extension Topics {
   /// - Returns: What is wrong (quoting at most 64 characters of the level), or `nil` for a topic
   ///   that parses or that is not shaped like a device-plane request.
   public func deviceRequestProblem(_ topic: TopicName) -> String? {
-    guard parseRequest(topic) == nil else { return nil }
-    let levels = topic.levels
-    let baseLevels = TopicRules.levels(base)
-    guard levels.count > baseLevels.count,
-      zip(baseLevels, levels).allSatisfy({ $0.hasSameBytes(as: $1) })
-    else { return nil }
-    let rest = levels[baseLevels.count...]
+    guard parseRequest(topic) == nil, let rest = levelsBelowBase(topic) else { return nil }
     let end = rest.endIndex
     guard !rest[rest.startIndex].hasSameBytes(as: "bridge") else { return nil }
     func quoted(_ level: Substring) -> String {
@@ -100,6 +89,16 @@ extension Topics {
       return "'\(quoted(level))' is not a Bluetooth UUID"
     }
     return nil
+  }
+
+  /// The levels of `topic` after this gateway's base, `nil` when it is not below the base.
+  private func levelsBelowBase(_ topic: TopicName) -> ArraySlice<Substring>? {
+    let levels = topic.levels
+    let baseLevels = TopicRules.levels(base)
+    guard levels.count > baseLevels.count,
+      zip(baseLevels, levels).allSatisfy({ $0.hasSameBytes(as: $1) })
+    else { return nil }
+    return levels[baseLevels.count...]
   }
 
   private static func sameBytes(_ lhs: Substring, _ rhs: String) -> Bool {

@@ -57,23 +57,11 @@ extension Gatt2MQTT {
       abstract: "Run the gateway until SIGTERM or SIGINT (the default command).")
 
     @OptionGroup var options: ConfigurationOptions
-
-    @Option(
-      help: ArgumentHelp(
-        "Which BLE stack: auto, bluez, none or simulated (same as --bluetooth.radio).",
-        valueName: "radio"))
-    var radio: String?
-
-    @Option(
-      help: ArgumentHelp(
-        "The simulated world's YAML file, with --radio simulated (same as --bluetooth.simulation).",
-        valueName: "file"))
-    var world: String?
+    @OptionGroup var radio: RadioOptions
 
     func run() async throws {
       var options = self.options
-      if let radio { options.overrides += ["--bluetooth.radio", radio] }
-      if let world { options.overrides += ["--bluetooth.simulation", world] }
+      options.overrides += radio.overrides
       let loaded: GatewayConfiguration
       do {
         loaded = try await options.load()
@@ -107,23 +95,12 @@ extension Gatt2MQTT {
         """)
 
     @OptionGroup var options: ConfigurationOptions
-
-    @Option(
-      help: ArgumentHelp(
-        "Which BLE stack, as for run (same as --bluetooth.radio).", valueName: "radio"))
-    var radio: String?
-
-    @Option(
-      help: ArgumentHelp(
-        "The simulated world's YAML file, as for run (same as --bluetooth.simulation).",
-        valueName: "file"))
-    var world: String?
+    @OptionGroup var radio: RadioOptions
 
     func run() async throws {
       // `check-config FILE [--key value …]`: a leading word is the file to check.
       var options = self.options
-      if let radio { options.overrides += ["--bluetooth.radio", radio] }
-      if let world { options.overrides += ["--bluetooth.simulation", world] }
+      options.overrides += radio.overrides
       var file: String?
       if let first = options.overrides.first, !first.hasPrefix("-") {
         file = first
@@ -149,5 +126,27 @@ extension Gatt2MQTT {
         print("  \(entry.key): \(entry.value ?? "(unset)")")
       }
     }
+  }
+}
+
+/// `--radio` and `--world`, the short forms of `--bluetooth.radio` and `--bluetooth.simulation`
+/// that `run` and `check-config` both take.
+struct RadioOptions: ParsableArguments {
+  @Option(
+    help: ArgumentHelp(
+      "Which BLE stack: auto, bluez, none or simulated (same as --bluetooth.radio).",
+      valueName: "radio"))
+  var radio: String?
+
+  @Option(
+    help: ArgumentHelp(
+      "The simulated world's YAML file, with --radio simulated (same as --bluetooth.simulation).",
+      valueName: "file"))
+  var world: String?
+
+  /// The same settings as configuration options.
+  var overrides: [String] {
+    (radio.map { ["--bluetooth.radio", $0] } ?? [])
+      + (world.map { ["--bluetooth.simulation", $0] } ?? [])
   }
 }

@@ -68,7 +68,10 @@ struct TransferReassemblerTests {
     ]
     let outcomes = feed(&reassembler, chunks)
     #expect(outcomes == [.complete(Array("a🔋üz".utf8))])
-    guard case .complete(let text) = outcomes.first else { return }
+    guard case .complete(let text) = outcomes.first else {
+      Issue.record("expected a complete text, got \(outcomes)")
+      return
+    }
     #expect(String(validating: text, as: UTF8.self) == "a🔋üz")
   }
 

@@ -225,7 +225,10 @@ struct MQTTSessionTests {
     session.connack(refusal: nil, sessionPresent: false, on: &transport)
     transport.linkUp = false
     session.disconnected(nil, now: now + 1)
-    guard case .idle(let retryAt) = session.phase else { return }
+    guard case .idle(let retryAt) = session.phase else {
+      Issue.record("expected a retry after the loss, got \(session.phase)")
+      return
+    }
     #expect(retryAt - (now + 1) <= 1)
   }
 
