@@ -13,10 +13,8 @@ public import Logging
 /// gets a new owner (bluetoothd restarted) or the connection was reopened. Run the central as a
 /// long-running service (``run()``, e.g. as a swift-service-lifecycle `Service`).
 ///
-/// Events (``events()``): each subscriber buffers at most
-/// ``BlueZCentralConfiguration/eventBufferSize`` events and drops its **oldest** when full
-/// (counted in ``Statistics/droppedEvents``); every adapter and device event carries the full
-/// current state, so a newer event supersedes the dropped ones.
+/// Events (``attach(_:)``) reach their sinks on this actor, one batch per BlueZ signal, with no
+/// buffer in between; every adapter and device event carries the full current state.
 ///
 /// - Important: All state lives in this actor; BlueZ calls run concurrently with signal handling
 ///   (actor reentrancy), and discovery operations on one adapter are serialised.
@@ -37,8 +35,6 @@ public actor BlueZCentral: BLECentral {
     public var gattObjects = 0
     /// Malformed objects or signals ignored.
     public var malformed = 0
-    /// Events dropped because a subscriber fell behind.
-    public var droppedEvents = 0
     /// Whether the model mirrors a running bluetoothd now.
     public var synced = false
   }
@@ -114,7 +110,7 @@ public actor BlueZCentral: BLECentral {
   ) {
     self.configuration = configuration
     self.logger = logger
-    hub = EventHub(bufferSize: configuration.eventBufferSize)
+    hub = EventHub(bufferSize: 1)  // sinks only: streams come from `events(bufferSize:)`
     model = BlueZObjectModel(maxDevices: configuration.maxDevices)
     ownSession = owning ? session : nil
     session.register(self)
@@ -122,13 +118,13 @@ public actor BlueZCentral: BLECentral {
 
   // MARK: port
 
-  /// A stream of everything the stack reports from now on; it finishes when ``run()`` returns.
+  /// Delivers everything the stack reports from now on to `sink`, one batch per BlueZ signal,
+  /// on this actor; ``EventSink/finish`` is called when ``run()`` returns.
   ///
-  /// Buffering: the newest ``BlueZCentralConfiguration/eventBufferSize`` events per subscriber.
-  ///
-  /// - Returns: The events.
-  public nonisolated func events() -> AsyncStream<CentralEvent> {
-    hub.subscribe()
+  /// - Parameter sink: The receiver.
+  /// - Returns: The attachment.
+  public nonisolated func attach(_ sink: EventSink<CentralEvent>) -> EventSubscription {
+    hub.attach(sink)
   }
 
   /// The counters now.
@@ -139,7 +135,6 @@ public actor BlueZCentral: BLECentral {
     result.evictedDevices = model.evicted
     result.gattObjects = model.gatt.count
     result.malformed = model.malformed
-    result.droppedEvents = hub.dropped
     result.synced = synced
     return result
   }
@@ -175,7 +170,7 @@ public actor BlueZCentral: BLECentral {
       default:
         break
       }
-      hub.yield(event)
     }
+    hub.yield(contentsOf: events)
   }
 }

@@ -3,9 +3,6 @@ public struct BlueZCentralConfiguration: Sendable, Hashable {
   /// The D-Bus address of the system bus, or `nil` for `DBUS_SYSTEM_BUS_ADDRESS` or else
   /// `unix:path=/run/dbus/system_bus_socket` (`bluetooth.bus_address`).
   public var busAddress: String?
-  /// How many events each ``BlueZCentral/events()`` subscriber buffers; a consumer that falls
-  /// behind loses the oldest ones (`bluetooth.event_buffer`, default 4096).
-  public var eventBufferSize: Int
   /// How many BlueZ signals the connection buffers while the central is busy
   /// (`bluetooth.signal_buffer`, default 8192).
   public var signalBufferSize: Int
@@ -29,7 +26,6 @@ public struct BlueZCentralConfiguration: Sendable, Hashable {
   ///
   /// - Parameters:
   ///   - busAddress: The system bus address; `nil` for the default.
-  ///   - eventBufferSize: Events buffered per subscriber.
   ///   - signalBufferSize: BlueZ signals buffered by the connection.
   ///   - maxDevices: The most devices the model keeps.
   ///   - callTimeout: How long a BlueZ call may take.
@@ -38,14 +34,13 @@ public struct BlueZCentralConfiguration: Sendable, Hashable {
   ///   - startupWait: How long `adapters()` waits for the first snapshot.
   ///   - watchdog: The scanner watchdog's settings.
   public init(
-    busAddress: String? = nil, eventBufferSize: Int = 4096, signalBufferSize: Int = 8192,
+    busAddress: String? = nil, signalBufferSize: Int = 8192,
     maxDevices: Int = 4096, callTimeout: Duration = .seconds(10),
     reconnectDelay: Duration = .milliseconds(500), maxReconnectDelay: Duration = .seconds(30),
     startupWait: Duration = .seconds(5),
     watchdog: ScannerWatchdogConfiguration = ScannerWatchdogConfiguration()
   ) {
     self.busAddress = busAddress
-    self.eventBufferSize = eventBufferSize
     self.signalBufferSize = signalBufferSize
     self.maxDevices = maxDevices
     self.callTimeout = callTimeout

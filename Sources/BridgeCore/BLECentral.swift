@@ -4,16 +4,17 @@
 /// Implementations report what happens as ``CentralEvent``s and carry out discovery commands
 /// (``BridgeOutput/startDiscovery(adapter:filter:)``, ``BridgeOutput/stopDiscovery(adapter:)``).
 ///
-/// - Important: Subscribe with ``events()`` before taking the ``adapters()`` snapshot, so that
-///   nothing falls between the two; applying an `adapterChanged` twice is harmless.
+/// - Important: Attach (``attach(_:)``, or ``events(bufferSize:)``) before taking the
+///   ``adapters()`` snapshot, so that nothing falls between the two; applying an
+///   `adapterChanged` twice is harmless.
 public protocol BLECentral: Sendable {
-  /// A stream of everything the stack reports from now on.
+  /// Delivers everything the stack reports from now on to `sink`, in batches, in order, on
+  /// the stack's own thread (the fast path: no task or thread hop between the radio and the
+  /// bridge); ``EventSink/finish`` is called when the central shuts down.
   ///
-  /// The stream buffers a bounded number of events (implementations state how many and which
-  /// ones they drop first) and finishes when the central shuts down.
-  ///
-  /// - Returns: The events.
-  func events() -> AsyncStream<CentralEvent>
+  /// - Parameter sink: The receiver; it must not block.
+  /// - Returns: The attachment; cancel it to stop receiving.
+  func attach(_ sink: EventSink<CentralEvent>) -> EventSubscription
 
   /// The adapters the stack knows now.
   ///
@@ -52,4 +53,23 @@ public protocol BLECentral: Sendable {
   /// - Parameter address: The device's address.
   /// - Throws: ``CentralError`` when the stack refuses.
   func removeDevice(_ address: BluetoothAddress) async throws(CentralError)
+}
+
+extension BLECentral {
+  /// A stream of everything the stack reports from now on (for tools and tests; the bridge
+  /// attaches a sink). It keeps the newest `bufferSize` events and finishes when the central
+  /// shuts down.
+  ///
+  /// - Parameter bufferSize: Events buffered.
+  /// - Returns: The events.
+  public func events(bufferSize: Int = 65_536) -> AsyncStream<CentralEvent> {
+    let (stream, continuation) = AsyncStream.makeStream(
+      of: CentralEvent.self, bufferingPolicy: .bufferingNewest(max(1, bufferSize)))
+    let subscription = attach(
+      EventSink(
+        receive: { batch in for event in batch { continuation.yield(event) } },
+        finish: { continuation.finish() }))
+    continuation.onTermination = { _ in subscription.cancel() }
+    return stream
+  }
 }

@@ -153,11 +153,13 @@ public struct DiscoveryBridge: Sendable {
         registry.setConnection(address, connected ? .connected : .disconnected, now: now) != nil
       else { return [] }
       devicesChanged = true
-      return presenceOutputs(address, presence.setConnected(address, connected, now: now))
+      let reading = presence.setConnected(address, connected, now: now)
+      return presenceOutputs(address, reading)
     case .connectionRSSI(let address, let rssi):
       guard let record = registry[address] else { return [] }
       _ = registry.setConnection(address, record.connection, now: now)
-      return presenceOutputs(address, presence.record(address, rssi: rssi, now: now))
+      let reading = presence.record(address, rssi: rssi, now: now)
+      return presenceOutputs(address, reading)
     }
   }
 
@@ -301,7 +303,8 @@ public struct DiscoveryBridge: Sendable {
     _ = registry.setConnection(address, state, now: now)
     devicesChanged = true
     guard record.connection.isConnected != state.isConnected else { return [] }
-    return presenceOutputs(address, presence.setConnected(address, state.isConnected, now: now))
+    let reading = presence.setConnected(address, state.isConnected, now: now)
+    return presenceOutputs(address, reading)
   }
 
   /// Notes that starting discovery on an adapter failed (the central threw).
@@ -374,8 +377,10 @@ public struct DiscoveryBridge: Sendable {
           advertisement.json(gateway: topics.gateway, time: now + wallClockOffset),
           retain: false))
     }
-    outputs += presenceOutputs(
-      record.address, presence.record(record.address, rssi: rssi, now: now))
+    // Mutate first, then read: `presenceOutputs(…, presence.record(…))` would borrow a copy of
+    // `self` for the call while `presence` changes, copying every track on each advertisement.
+    let reading = presence.record(record.address, rssi: rssi, now: now)
+    outputs += presenceOutputs(record.address, reading)
     return outputs
   }
 

@@ -1,12 +1,58 @@
 import Synchronization
 
-/// Fans events out to any number of `AsyncStream` subscribers, each with its own bounded buffer.
+/// Receives a producer's events in batches, on the producer's thread: the fast path from a
+/// radio to a bridge, with no task or thread hop in between (see ``EventHub/attach(_:)``).
+public struct EventSink<Event: Sendable>: Sendable {
+  /// Called with each batch, in order, on the producer's thread; it must not block.
+  public let receive: @Sendable ([Event]) -> Void
+  /// Called once when the producer stops.
+  public let finish: @Sendable () -> Void
+
+  /// Makes a sink.
+  ///
+  /// - Parameters:
+  ///   - receive: Called with each batch, in order; it must not block.
+  ///   - finish: Called once when the producer stops.
+  public init(
+    receive: @escaping @Sendable ([Event]) -> Void, finish: @escaping @Sendable () -> Void = {}
+  ) {
+    self.receive = receive
+    self.finish = finish
+  }
+}
+
+/// A sink's attachment to a producer; ``cancel()`` detaches it.
+public final class EventSubscription: Sendable {
+  private let onCancel: Mutex<(@Sendable () -> Void)?>
+
+  /// Makes a subscription that runs `onCancel` once, at the first ``cancel()``.
+  /// - Parameter onCancel: What detaches the sink.
+  public init(onCancel: @escaping @Sendable () -> Void) {
+    self.onCancel = Mutex(onCancel)
+  }
+
+  /// Detaches the sink: it receives nothing after this returns (a batch being delivered on
+  /// another thread at that moment may still arrive).
+  public func cancel() {
+    let body = onCancel.withLock { body in
+      defer { body = nil }
+      return body
+    }
+    body?()
+  }
+}
+
+/// Fans events out to any number of subscribers: sinks (``attach(_:)``), which receive each batch
+/// on the producer's thread, and `AsyncStream`s (``subscribe()``), each with its own bounded
+/// buffer.
 ///
-/// Policy: each subscriber's buffer keeps the newest `bufferSize` events; when a consumer falls
-/// behind, its oldest undelivered events are dropped and counted in ``dropped``.
+/// Policy: each stream subscriber's buffer keeps the newest `bufferSize` events; when a
+/// consumer falls behind, its oldest undelivered events are dropped and counted in ``dropped``.
+/// A sink is never behind: the producer waits for it.
 public final class EventHub<Event: Sendable>: Sendable {
   private struct State {
     var subscribers: [UInt64: AsyncStream<Event>.Continuation] = [:]
+    var sinks: [UInt64: EventSink<Event>] = [:]
     var nextID: UInt64 = 0
     var finished = false
     var dropped = 0
@@ -42,25 +88,67 @@ public final class EventHub<Event: Sendable>: Sendable {
     return stream
   }
 
+  /// Attaches a sink: from now on it receives every batch on the producer's thread, in order.
+  ///
+  /// - Parameter sink: The sink.
+  /// - Returns: The attachment; cancel it to detach. A hub already finished calls
+  ///   ``EventSink/finish`` at once.
+  public func attach(_ sink: EventSink<Event>) -> EventSubscription {
+    let id: UInt64? = state.withLock { state in
+      guard !state.finished else { return nil }
+      state.nextID += 1
+      state.sinks[state.nextID] = sink
+      return state.nextID
+    }
+    guard let id else {
+      sink.finish()
+      return EventSubscription {}
+    }
+    return EventSubscription { [weak self] in
+      _ = self?.state.withLock { $0.sinks.removeValue(forKey: id) }
+    }
+  }
+
   /// Hands `event` to every subscriber (outside the lock: `yield` may run other code).
   /// - Parameter event: the event.
   public func yield(_ event: Event) {
-    let subscribers = state.withLock { Array($0.subscribers.values) }
+    yield(contentsOf: [event])
+  }
+
+  /// Hands a batch to every subscriber: each sink receives it in one call, each stream event
+  /// by event (outside the lock: subscribers may run other code).
+  /// - Parameter events: the events, in order.
+  public func yield(contentsOf events: [Event]) {
+    guard !events.isEmpty else { return }
+    let (sinks, subscribers) = state.withLock {
+      (
+        $0.sinks.isEmpty ? [] : Array($0.sinks.values),
+        $0.subscribers.isEmpty ? [] : Array($0.subscribers.values)
+      )
+    }
+    for sink in sinks { sink.receive(events) }
+    guard !subscribers.isEmpty else { return }
     var dropped = 0
     for subscriber in subscribers {
-      if case .dropped = subscriber.yield(event) { dropped += 1 }
+      for event in events {
+        if case .dropped = subscriber.yield(event) { dropped += 1 }
+      }
     }
     if dropped > 0 { state.withLock { $0.dropped += dropped } }
   }
 
-  /// Finishes every stream; later subscribers get a finished stream.
+  /// Finishes every stream and sink; later subscribers get a finished stream.
   public func finish() {
-    let subscribers = state.withLock { state in
+    let (subscribers, sinks) = state.withLock { state in
       state.finished = true
-      defer { state.subscribers.removeAll() }
-      return Array(state.subscribers.values)
+      defer {
+        state.subscribers.removeAll()
+        state.sinks.removeAll()
+      }
+      return (Array(state.subscribers.values), Array(state.sinks.values))
     }
     for subscriber in subscribers { subscriber.finish() }
+    for sink in sinks { sink.finish() }
   }
 
   /// Events dropped because a subscriber's buffer was full.

@@ -192,7 +192,8 @@ public struct PresenceEstimator: Sendable {
   ///   - now: The time, in seconds since the Unix epoch.
   /// - Returns: A reading to publish, or `nil`.
   public mutating func record(_ address: BluetoothAddress, rssi: Int, now: Double) -> Reading? {
-    var track = tracks[address] ?? Track(lastSeen: now)
+    // Taken out of the dictionary so that its samples are changed in place, not copied.
+    var track = tracks.removeValue(forKey: address) ?? Track(lastSeen: now)
     track.samples.append(Sample(time: now, rssi: rssi))
     if track.samples.count > maximumSamples {
       track.samples.removeFirst(track.samples.count - maximumSamples)
@@ -211,7 +212,7 @@ public struct PresenceEstimator: Sendable {
   public mutating func setConnected(
     _ address: BluetoothAddress, _ connected: Bool, now: Double
   ) -> Reading? {
-    var track = tracks[address] ?? Track(lastSeen: now)
+    var track = tracks.removeValue(forKey: address) ?? Track(lastSeen: now)
     track.connected = connected
     track.lastSeen = max(track.lastSeen, now)
     return evaluate(address, &track, now: now)
@@ -225,7 +226,7 @@ public struct PresenceEstimator: Sendable {
   public mutating func expire(now: Double) -> [Report] {
     var reports: [Report] = []
     for address in tracks.keys.sorted() {
-      guard var track = tracks[address] else { continue }
+      guard var track = tracks.removeValue(forKey: address) else { continue }
       if let reading = evaluate(address, &track, now: now) {
         reports.append(Report(address: address, reading: reading))
       }

@@ -115,7 +115,17 @@ final class BridgeDriver<Bridge: DrivenBridge>: Sendable {
     let now = clock.now()
     return bridge.withLock { bridge in
       let (outputs, result) = step(&bridge, now)
-      for output in outputs { carryOut(output) }
+      var messages: [MQTTHandOff] = []
+      for output in outputs {
+        switch Bridge.action(for: output, qos: qos) {
+        case .publish(let message): messages.append(.enqueue(message))
+        case .state(let message): messages.append(.retainedState(message))
+        case .command(let command, let lane): enqueue(command, lane: lane)
+        case .none: break
+        }
+      }
+      // One hand-off (one wake-up of the MQTT loop) per step, in the order of the steps.
+      if !messages.isEmpty { client.send(messages) }
       return result
     }
   }
@@ -155,23 +165,48 @@ final class BridgeDriver<Bridge: DrivenBridge>: Sendable {
     }
   }
 
-  /// Feeds every element of `events` to the bridge until the sequence ends or the task is
-  /// cancelled.
+  /// Feeds a producer's events to the bridge on the producer's thread, one step per batch,
+  /// until the producer finishes or the task is cancelled: the fast path, with no task or
+  /// thread hop between a radio and the MQTT client's mailbox.
+  ///
+  /// Attaches first, then runs `prime` (a snapshot, such as the adapters the stack knows now),
+  /// and holds the events that arrive meanwhile back until the snapshot's have been fed, so
+  /// that nothing falls between the two and nothing older overtakes something newer.
   ///
   /// - Parameters:
-  ///   - events: The events.
-  ///   - handle: What the bridge does with one event at a time.
-  func consume<Events: AsyncSequence>(
-    _ events: Events, _ handle: (inout Bridge, Events.Element, Double) -> [Bridge.Output]
-  ) async where Events.Element: Sendable {
-    do {
-      for try await event in events {
-        if Task.isCancelled { return }
-        feed { bridge, now in handle(&bridge, event, now) }
+  ///   - attach: Attaches a sink to the producer.
+  ///   - prime: The snapshot, fed before any event.
+  ///   - handle: What the bridge does with one event.
+  func follow<Event: Sendable>(
+    _ attach: (EventSink<Event>) -> EventSubscription,
+    prime: () async -> [Event],
+    _ handle: @escaping @Sendable (inout Bridge, Event, Double) -> [Bridge.Output]
+  ) async {
+    // `nil` once the snapshot is in; the lock also keeps batches in order at that moment.
+    let held = HeldEvents<Event>()
+    let (ended, end) = AsyncStream.makeStream(of: Void.self)
+    let step: @Sendable ([Event]) -> Void = { [self] batch in
+      feed { bridge, now in
+        var outputs: [Bridge.Output] = []
+        for event in batch { outputs += handle(&bridge, event, now) }
+        return outputs
       }
-    } catch {
-      logger.error("an event stream failed: \(error)")
     }
+    let subscription = attach(
+      EventSink(
+        receive: { batch in
+          held.events.withLock { held in
+            if held != nil { held!.append(contentsOf: batch) } else { step(batch) }
+          }
+        },
+        finish: { end.finish() }))
+    let snapshot = await prime()
+    held.events.withLock { held in
+      step(snapshot + (held ?? []))
+      held = nil
+    }
+    for await _ in ended {}  // until the producer finishes or the task is cancelled
+    subscription.cancel()
   }
 
   /// Carries out commands until the task is cancelled: the serial lane one at a time in order,
@@ -223,12 +258,9 @@ final class BridgeDriver<Bridge: DrivenBridge>: Sendable {
     concurrentSink.finish()
   }
 
-  private func carryOut(_ output: Bridge.Output) {
-    switch Bridge.action(for: output, qos: qos) {
-    case .publish(let message): client.enqueue(message)
-    case .state(let message): client.setRetainedState(message)
-    case .command(let command, let lane): enqueue(command, lane: lane)
-    case .none: break
-    }
-  }
+}
+
+/// Events a ``BridgeDriver/follow(_:prime:_:)`` holds back until its snapshot is in.
+private final class HeldEvents<Event: Sendable>: Sendable {
+  let events = Mutex<[Event]?>([])
 }

@@ -158,16 +158,16 @@ public final class CentralRoleService: Sendable {
     code: "not_supported", message: "this Bluetooth central cannot connect", transaction: nil)
 
   private func consumeEvents() async {
-    // Subscribe before taking the snapshot, so nothing falls between the two.
-    let events = central.events()
-    do {
-      for adapter in try await central.adapters() {
-        driver.feed { bridge, now in bridge.handle(.adapterChanged(adapter), now: now) }
+    await driver.follow(central.attach) {
+      do {
+        return try await central.adapters().map(CentralEvent.adapterChanged)
+      } catch {
+        logger.warning("Bluetooth adapters unavailable: \(error)")
+        return []
       }
-    } catch {
-      logger.warning("Bluetooth adapters unavailable: \(error)")
+    } _: { bridge, event, now in
+      bridge.handle(event, now: now)
     }
-    await driver.consume(events) { bridge, event, now in bridge.handle(event, now: now) }
   }
 
   /// Queues the discovery starts whose retry time has come, for adapters that should still

@@ -41,10 +41,20 @@ public final class LoopMailbox<Command: Sendable>: Sendable {
   /// - Parameter command: The command.
   /// - Returns: `false` when the mailbox is closed: the caller must answer the command.
   public func post(_ command: Command) -> Bool {
+    post(contentsOf: CollectionOfOne(command))
+  }
+
+  /// Posts commands in order and wakes the thread once.
+  ///
+  /// - Parameter commands: The commands.
+  /// - Returns: `false` when the mailbox is closed: the caller must answer every command.
+  public func post(contentsOf commands: some Collection<Command>) -> Bool {
+    guard !commands.isEmpty else { return true }
     let (accepted, first) = inbox.withLock { inbox in
       guard !inbox.closed else { return (false, false) }
-      inbox.commands.append(command)
-      return (true, inbox.commands.count == 1)
+      let wasEmpty = inbox.commands.isEmpty
+      inbox.commands.append(contentsOf: commands)
+      return (true, wasEmpty)
     }
     guard accepted else { return false }
     // Only the first command of a batch writes to the pipe: the thread takes every waiting
@@ -78,8 +88,9 @@ public final class LoopMailbox<Command: Sendable>: Sendable {
 
   /// Empties the wake-up pipe after `poll` reported it readable.
   public func drainWakeUps() {
-    var buffer = [UInt8](repeating: 0, count: 256)
-    while read(wakeFD, &buffer, buffer.count) > 0 {}
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 256) { buffer in
+      while read(wakeFD, buffer.baseAddress, buffer.count) > 0 {}
+    }
   }
 
   /// The `pollfd` of the wake-up pipe.

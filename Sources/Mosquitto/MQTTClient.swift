@@ -92,6 +92,20 @@ public final class MQTTClient: Sendable {
     core.send(.publish(message, nil))
   }
 
+  /// Hands several messages to the client in order with one wake-up of its loop thread (the
+  /// fast path of a bridge step): each as ``enqueue(_:)`` or ``setRetainedState(_:)`` would.
+  ///
+  /// - Parameter batch: The messages, in order.
+  public func send(_ batch: [MQTTHandOff]) {
+    core.send(
+      contentsOf: batch.map {
+        switch $0 {
+        case .enqueue(let message): .publish(message, nil)
+        case .retainedState(let message): .retain(message)
+        }
+      })
+  }
+
   /// Publishes `message` now and again after every reconnect (for retained state such as a
   /// gateway's `online` status). A later call for the same topic replaces it.
   public func setRetainedState(_ message: MQTTMessage) {
@@ -199,4 +213,12 @@ public struct MQTTMessageStream: AsyncSequence, Sendable {
       return message
     }
   }
+}
+
+/// One message of a batch handed to ``MQTTClient/send(_:)``.
+public enum MQTTHandOff: Sendable {
+  /// Publish without waiting, as ``MQTTClient/enqueue(_:)``.
+  case enqueue(MQTTMessage)
+  /// Publish now and after every reconnect, as ``MQTTClient/setRetainedState(_:)``.
+  case retainedState(MQTTMessage)
 }

@@ -61,8 +61,10 @@ public final class SimulatedRadio: GATTCentral, BLEPeripheral, Sendable {
         deliver(state.engine.advance(to: elapsed()))
         return state.engine.nextDue
       }
-      // Wake at the next due job, or every 20 ms to pick up jobs scheduled by port calls.
-      let wait = min(0.02, max(0.0005, (next ?? .infinity) - elapsed()))
+      // Wake at the next due job, at most once per event interval (what falls due in between
+      // is delivered together), and at least every 20 ms for jobs scheduled by port calls.
+      let interval = world.eventInterval
+      let wait = min(max(0.02, interval), max(interval, (next ?? .infinity) - elapsed()))
       try? await Task.sleep(for: .seconds(wait))
     }
     centralHub.finish()
@@ -88,12 +90,17 @@ public final class SimulatedRadio: GATTCentral, BLEPeripheral, Sendable {
   /// Hands effects to the ports' subscribers (called under the state lock, so events keep
   /// the world's order).
   private func deliver(_ effects: [SimulationEngine.Effect]) {
+    guard !effects.isEmpty else { return }
+    var central: [CentralEvent] = []
+    var peripheral: [PeripheralEvent] = []
     for effect in effects {
       switch effect {
-      case .central(let event): centralHub.yield(event)
-      case .peripheral(let event): peripheralHub.yield(event)
+      case .central(let event): central.append(event)
+      case .peripheral(let event): peripheral.append(event)
       }
     }
+    centralHub.yield(contentsOf: central)
+    peripheralHub.yield(contentsOf: peripheral)
   }
 
   /// Runs `body` on the engine at the current time and delivers its effects.
@@ -133,7 +140,9 @@ public final class SimulatedRadio: GATTCentral, BLEPeripheral, Sendable {
 
   /// Events of the central ports from now on.
   /// - Returns: A stream of adapter, device, connection and GATT events.
-  public func events() -> AsyncStream<CentralEvent> { centralHub.subscribe() }
+  public func attach(_ sink: EventSink<CentralEvent>) -> EventSubscription {
+    centralHub.attach(sink)
+  }
 
   /// A new subscription to the peripheral port's events.
   func peripheralHubStream() -> AsyncStream<PeripheralEvent> { peripheralHub.subscribe() }

@@ -57,6 +57,7 @@ extension SimulatedWorld {
     world.gattLatency = try top.number("gatt_latency", in: 0...10) ?? world.gattLatency
     world.maxConnections =
       try top.integer("max_connections", in: 1...1000) ?? world.maxConnections
+    world.eventInterval = try top.number("event_interval", in: 0.0005...1) ?? world.eventInterval
     world.devices = []
     for fields in try top.sequence("devices") ?? [] {
       world.devices.append(try deviceGroup(fields))

@@ -161,6 +161,10 @@ public struct SimulatedWorld: Sendable, Hashable {
   public var gattLatency: Double
   /// Links the adapter allows at once (`out_of_slots` beyond).
   public var maxConnections: Int
+  /// Seconds between two deliveries of events: what falls due in between is delivered
+  /// together, as a controller delivers the notifications of one connection event together
+  /// (default 5 ms; BLE's shortest connection interval is 7.5 ms).
+  public var eventInterval: Double
   /// The peripherals.
   public var devices: [DeviceGroup]
   /// The centrals.
@@ -175,13 +179,14 @@ public struct SimulatedWorld: Sendable, Hashable {
   ///   - connectFailureRate: fraction of connection attempts that fail.
   ///   - gattLatency: seconds a GATT operation takes.
   ///   - maxConnections: links allowed at once.
+  ///   - eventInterval: seconds between two deliveries of events.
   ///   - devices: the peripherals.
   ///   - centrals: the centrals.
   public init(
     seed: UInt64 = 1, adapters: [Adapter] = [Adapter(id: "hci0")],
     advertisingInterval: Double = 1, connectLatency: Double = 0.05,
     connectFailureRate: Double = 0, gattLatency: Double = 0.002, maxConnections: Int = 7,
-    devices: [DeviceGroup] = [], centrals: [CentralGroup] = []
+    eventInterval: Double = 0.005, devices: [DeviceGroup] = [], centrals: [CentralGroup] = []
   ) {
     self.seed = seed
     self.adapters = adapters
@@ -190,6 +195,7 @@ public struct SimulatedWorld: Sendable, Hashable {
     self.connectFailureRate = connectFailureRate
     self.gattLatency = gattLatency
     self.maxConnections = maxConnections
+    self.eventInterval = eventInterval
     self.devices = devices
     self.centrals = centrals
   }

@@ -17,7 +17,9 @@ actor FakeCentral: BLECentral {
     (stream, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingOldest(1024))
   }
 
-  nonisolated func events() -> AsyncStream<CentralEvent> { stream }
+  nonisolated func attach(_ sink: EventSink<CentralEvent>) -> EventSubscription {
+    stream.pump(into: sink)
+  }
 
   /// Injects an event.
   nonisolated func emit(_ event: CentralEvent) { continuation.yield(event) }
@@ -45,4 +47,15 @@ actor FakeCentral: BLECentral {
   }
 
   func failStarts(with error: CentralError?) { startError = error }
+}
+
+extension AsyncStream where Element: Sendable {
+  /// Feeds a fake's buffered events to a sink, one batch per event (one consumer only).
+  func pump(into sink: EventSink<Element>) -> EventSubscription {
+    let task = Task {
+      for await event in self { sink.receive([event]) }
+      sink.finish()
+    }
+    return EventSubscription { task.cancel() }
+  }
 }

@@ -15,7 +15,7 @@ private final class StuckDiscoveryCentral: BLECentral {
 
   init() { (stream, continuation) = AsyncStream.makeStream() }
 
-  func events() -> AsyncStream<CentralEvent> { stream }
+  func attach(_ sink: EventSink<CentralEvent>) -> EventSubscription { stream.pump(into: sink) }
   func emit(_ event: CentralEvent) { continuation.yield(event) }
   func adapters() async throws(CentralError) -> [AdapterInfo] {
     [AdapterInfo(id: "hci0", powered: true)]

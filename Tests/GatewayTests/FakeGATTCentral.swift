@@ -26,7 +26,7 @@ final class FakeGATTCentral: GATTCentral {
     (stream, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingOldest(4096))
   }
 
-  func events() -> AsyncStream<CentralEvent> { stream }
+  func attach(_ sink: EventSink<CentralEvent>) -> EventSubscription { stream.pump(into: sink) }
   func emit(_ event: CentralEvent) { continuation.yield(event) }
 
   func adapters() async throws(CentralError) -> [AdapterInfo] { [] }
@@ -88,5 +88,16 @@ final class FakeGATTCentral: GATTCentral {
       state.busy.remove(characteristic)
       return body(&state)
     }
+  }
+}
+
+extension AsyncStream where Element: Sendable {
+  /// Feeds a fake's buffered events to a sink, one batch per event (one consumer only).
+  func pump(into sink: EventSink<Element>) -> EventSubscription {
+    let task = Task {
+      for await event in self { sink.receive([event]) }
+      sink.finish()
+    }
+    return EventSubscription { task.cancel() }
   }
 }

@@ -146,6 +146,11 @@ final class ClientCore: @unchecked Sendable {
     if !mailbox.post(command) { MQTTSession.refuse(command) }
   }
 
+  /// Queues commands in order for the loop thread and wakes it once.
+  func send(contentsOf commands: [Command]) {
+    if !mailbox.post(contentsOf: commands) { commands.forEach(MQTTSession.refuse) }
+  }
+
   /// Called by the C callbacks (loop thread only).
   func record(_ record: CallbackRecord) {
     records.append(record)
