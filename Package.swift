@@ -52,7 +52,7 @@ let package = Package(
     .target(
       name: "BlueZ",
       dependencies: [
-        "DBus", "BridgeCore", "Backoff", .product(name: "Logging", package: "swift-log"),
+        "DBus", "BridgeCore", "Backoff", "LoopSupport", .product(name: "Logging", package: "swift-log"),
       ],
       swiftSettings: strict),
     .target(

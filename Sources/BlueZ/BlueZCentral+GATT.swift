@@ -146,32 +146,6 @@ extension BlueZCentral: GATTCentral {
       timeout: timeout)
   }
 
-  /// Turns notifications of a characteristic on (`StartNotify`) or off (`StopNotify`). BlueZ
-  /// counts subscriptions per D-Bus client: starting again is harmless. Stopping when this
-  /// central has no subscription, or when the device is not connected, is success. The change
-  /// itself arrives as ``CentralEvent/notifyingChanged(_:_:)``.
-  ///
-  /// - Parameters:
-  ///   - characteristic: The characteristic.
-  ///   - enabled: Whether they should be on.
-  ///   - timeout: The most seconds to wait.
-  /// - Throws: ``CentralError`` as for ``read(_:timeout:)``.
-  public func setNotify(_ characteristic: GATTCharacteristicID, enabled: Bool, timeout: Double)
-    async throws(CentralError)
-  {
-    do {
-      _ = try await gattCall(
-        characteristic, enabled ? "StartNotify" : "StopNotify", [], timeout: timeout)
-    } catch {
-      guard !enabled else { throw error }
-      // BlueZ: `Failed` "No notify session started" when we had none.
-      let noSession =
-        error.bluez == .failed && error.message.lowercased().contains("notify session")
-      if noSession || error.code == .notConnected { return }
-      throw error
-    }
-  }
-
   // MARK: helpers
 
   /// The bus connection and BlueZ's unique name, or `unavailable`.
@@ -183,7 +157,7 @@ extension BlueZCentral: GATTCentral {
   }
 
   /// Calls a `GattCharacteristic1` method on the characteristic an id means.
-  private func gattCall(
+  func gattCall(
     _ id: GATTCharacteristicID, _ member: String, _ arguments: [DBusValue], timeout: Double
   ) async throws(CentralError) -> [DBusValue] {
     let (connection, owner) = try requireStack()

@@ -73,6 +73,7 @@ extension BlueZCentral: BlueZSessionClient {
     sessions = [:]
     watchdogs = [:]
     relearning = []
+    releaseAcquired(address: nil)
     if announced {
       announced = false
       hub.yield(.stackLost)

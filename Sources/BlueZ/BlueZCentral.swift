@@ -1,6 +1,7 @@
 public import BridgeCore
 import DBus
 public import Logging
+import LoopSupport
 
 /// The ``BLECentral`` and ``GATTCentral`` ports over BlueZ's D-Bus API: an incremental mirror of
 /// BlueZ's objects (remote GATT objects included), LE discovery, connections and GATT operations,
@@ -37,6 +38,12 @@ public actor BlueZCentral: BLECentral {
     public var malformed = 0
     /// Whether the model mirrors a running bluetoothd now.
     public var synced = false
+    /// Notification sockets acquired (`AcquireNotify`).
+    public var notifyAcquired = 0
+    /// Notification sessions started with `StartNotify`.
+    public var notifyStarted = 0
+    /// Characteristics whose notifications come through an acquired socket now.
+    public var acquiredSockets = 0
   }
 
   struct DiscoverySession: Sendable {
@@ -78,6 +85,12 @@ public actor BlueZCentral: BLECentral {
   var adapterLocks: [String: [CheckedContinuation<Void, Never>]] = [:]
   var relearning: Set<DBusObjectPath> = []
   var counters = Statistics()
+  /// Characteristics whose notifications come through an acquired socket.
+  var acquiredNotify: [GATTCharacteristicID: AcquiredNotify] = [:]
+  /// Characteristics moved to `StartNotify` because their socket ended at once (``NotifyMethod/auto``).
+  var startNotifyOnly: Set<GATTCharacteristicID> = []
+  /// Reads the acquired sockets; started with the first.
+  var notifyReader: DatagramReader?
 
   /// Makes a central with its own ``BlueZSession`` (from the configuration's bus settings),
   /// which ``run()`` runs; nothing happens until then.
@@ -116,6 +129,10 @@ public actor BlueZCentral: BLECentral {
     session.register(self)
   }
 
+  deinit {
+    notifyReader?.stop()
+  }
+
   // MARK: port
 
   /// Delivers everything the stack reports from now on to `sink`, one batch per BlueZ signal,
@@ -136,6 +153,7 @@ public actor BlueZCentral: BLECentral {
     result.gattObjects = model.gatt.count
     result.malformed = model.malformed
     result.synced = synced
+    result.acquiredSockets = acquiredNotify.count
     return result
   }
 
@@ -167,6 +185,9 @@ public actor BlueZCentral: BLECentral {
       case .adapterRemoved(let id):
         sessions[id] = nil
         watchdogs[id] = nil
+      case .connectionChanged(let address, connected: false), .deviceRemoved(let address):
+        // The values the device's sockets still hold go out before the disconnection.
+        releaseAcquired(address: address)
       default:
         break
       }

@@ -70,9 +70,16 @@ extension GATTBridge {
     -> GATTOperation
   {
     defer { nextOperation += 1 }
-    return GATTOperation(
+    var operation = GATTOperation(
       id: nextOperation, characteristic: characteristic, kind: kind,
       timeout: configuration.operationTimeout)
+    if case .notify(true) = kind {
+      let device = links[characteristic.address]?.id ?? DeviceID(address: characteristic.address)
+      operation.notifyMethod = configuration.notifyMethods.value(
+        for: path(characteristic, device), address: characteristic.address,
+        default: configuration.notifyMethod)
+    }
+    return operation
   }
 
   /// Queues an operation behind the others on its characteristic; starts it when it is the

@@ -333,10 +333,7 @@ extension GATTBridge {
 
   /// The value format of a characteristic.
   func format(for path: CharacteristicPath) -> ValueFormat {
-    configuration.formats.first {
-      $0.selector.matches(
-        device: path.device, service: path.service, characteristic: path.characteristic)
-    }?.format ?? configuration.defaultFormat
+    configuration.formats.value(for: path, default: configuration.defaultFormat)
   }
 
   func path(_ id: GATTCharacteristicID, _ device: DeviceID) -> CharacteristicPath {

@@ -52,6 +52,12 @@ public struct GATTBridge: Sendable {
     /// Characteristics whose notifications are turned on at every connection
     /// (`bluetooth.gatt.notify`).
     public var notify: [CharacteristicSelector]
+    /// How notifications are turned on where no rule says otherwise
+    /// (`bluetooth.gatt.notify_method`, default `auto`).
+    public var notifyMethod: NotifyMethod
+    /// How notifications are turned on per characteristic; the first matching rule wins
+    /// (`bluetooth.gatt.notify_methods`).
+    public var notifyMethods: [NotifyMethodRule]
     /// When not empty, only these characteristics may be written (`bluetooth.gatt.writable`).
     public var writable: [CharacteristicSelector]
     /// The most operations waiting per characteristic (`bluetooth.gatt.queue_limit`).
@@ -77,6 +83,8 @@ public struct GATTBridge: Sendable {
     ///   - defaultFormat: The value format of characteristics no rule names.
     ///   - formats: Value formats per characteristic.
     ///   - notify: Characteristics whose notifications are turned on at every connection.
+    ///   - notifyMethod: How notifications are turned on where no rule says otherwise.
+    ///   - notifyMethods: How notifications are turned on per characteristic.
     ///   - writable: When not empty, the only characteristics that may be written.
     ///   - queueLimit: The most operations waiting per characteristic.
     ///   - transferService: The transfer service.
@@ -88,6 +96,7 @@ public struct GATTBridge: Sendable {
       connectTimeout: Double = 20, retryMinDelay: Double = 2, retryMaxDelay: Double = 120,
       operationTimeout: Double = 15, defaultFormat: ValueFormat = .hex,
       formats: [FormatRule] = [], notify: [CharacteristicSelector] = [],
+      notifyMethod: NotifyMethod = .auto, notifyMethods: [NotifyMethodRule] = [],
       writable: [CharacteristicSelector] = [], queueLimit: Int = 64,
       transferService: BluetoothUUID = GATTBridge.defaultTransferService,
       transferCharacteristic: BluetoothUUID = GATTBridge.defaultTransferCharacteristic,
@@ -102,6 +111,8 @@ public struct GATTBridge: Sendable {
       self.defaultFormat = defaultFormat
       self.formats = formats
       self.notify = notify
+      self.notifyMethod = notifyMethod
+      self.notifyMethods = notifyMethods
       self.writable = writable
       self.queueLimit = max(1, queueLimit)
       self.transferService = transferService

@@ -60,8 +60,25 @@ public protocol GATTCentral: BLECentral {
   /// - Parameters:
   ///   - characteristic: The characteristic.
   ///   - enabled: Whether they should be on.
+  ///   - method: How to turn them on (a stack with one way only ignores it).
   ///   - timeout: The most seconds to wait.
   /// - Throws: ``CentralError`` as for ``read(_:timeout:)``.
-  func setNotify(_ characteristic: GATTCharacteristicID, enabled: Bool, timeout: Double)
+  func setNotify(
+    _ characteristic: GATTCharacteristicID, enabled: Bool, method: NotifyMethod, timeout: Double
+  ) async throws(CentralError)
+}
+
+extension GATTCentral {
+  /// Turns notifications on or off the default way (``NotifyMethod/auto``).
+  ///
+  /// - Parameters:
+  ///   - characteristic: The characteristic.
+  ///   - enabled: Whether they should be on.
+  ///   - timeout: The most seconds to wait.
+  /// - Throws: ``CentralError`` as for ``read(_:timeout:)``.
+  public func setNotify(_ characteristic: GATTCharacteristicID, enabled: Bool, timeout: Double)
     async throws(CentralError)
+  {
+    try await setNotify(characteristic, enabled: enabled, method: .auto, timeout: timeout)
+  }
 }

@@ -30,6 +30,8 @@ public struct GATTOperation: Sendable, Hashable {
   public var kind: Kind
   /// The most seconds to wait.
   public var timeout: Double
+  /// How to turn notifications on (for `notify(true)`; from the configuration's rules).
+  public var notifyMethod: NotifyMethod = .auto
 
   /// Makes an operation.
   ///

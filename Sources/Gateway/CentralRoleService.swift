@@ -279,7 +279,8 @@ public final class CentralRoleService: Sendable {
           id, value: value, withResponse: withResponse, timeout: operation.timeout)
         result = .success([])
       case .notify(let enabled):
-        try await central.setNotify(id, enabled: enabled, timeout: operation.timeout)
+        try await central.setNotify(
+          id, enabled: enabled, method: operation.notifyMethod, timeout: operation.timeout)
         result = .success([])
       }
     } catch {

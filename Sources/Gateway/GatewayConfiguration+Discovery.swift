@@ -41,6 +41,8 @@ extension GatewayConfiguration {
       operationTimeout: b.gatt.timeout, defaultFormat: b.gatt.format,
       formats: b.gatt.formats.compactMap { try? FormatRule(parsing: $0) },
       notify: b.gatt.notify.compactMap { try? CharacteristicSelector(parsing: $0) },
+      notifyMethod: b.gatt.notifyMethod,
+      notifyMethods: b.gatt.notifyMethods.compactMap { try? NotifyMethodRule(parsing: $0) },
       writable: b.gatt.writable.compactMap { try? CharacteristicSelector(parsing: $0) },
       queueLimit: b.gatt.queueLimit,
       transferService: (try? BluetoothUUID(b.transfer.service))

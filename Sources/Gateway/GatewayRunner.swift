@@ -1,4 +1,4 @@
-public import BlueZ
+import BlueZ
 public import BridgeCore
 import Foundation
 public import Logging

@@ -78,15 +78,17 @@ extension SimulatedRadio {
     }
   }
 
-  /// Turns notifications on or off after the world's GATT latency.
+  /// Turns notifications on or off after the world's GATT latency. Values reach the bridge in
+  /// the same batches whatever the method (the simulated stack has one way).
   /// - Parameters:
   ///   - characteristic: what to switch.
   ///   - enabled: on or off.
+  ///   - method: unused.
   ///   - timeout: unused.
   /// - Throws: as ``read(_:timeout:)``.
-  public func setNotify(_ characteristic: GATTCharacteristicID, enabled: Bool, timeout: Double)
-    async throws(CentralError)
-  {
+  public func setNotify(
+    _ characteristic: GATTCharacteristicID, enabled: Bool, method: NotifyMethod, timeout: Double
+  ) async throws(CentralError) {
     try await operation(on: characteristic) {
       (engine: inout SimulationEngine) throws(CentralError) in
       ((), try engine.setNotify(characteristic, enabled: enabled))

@@ -16,6 +16,7 @@ struct BlueZGATTTests {
   static let level = BluetoothUUID(uuid16: 0x2A19)
   static let control = BluetoothUUID(uuid16: 0xFFF1)
   static let custom = BluetoothUUID(uuid16: 0xFFF0)
+  static let alarm = BluetoothUUID(uuid16: 0xFFF2)
 
   static func long(_ uuid: BluetoothUUID) -> String { uuid.longForm }
 
@@ -25,6 +26,8 @@ struct BlueZGATTTests {
     var path: String
     var level: String
     var control: String
+    /// Indicate-only, with `AcquireNotify` (which BlueZ 5.66 refuses for it).
+    var alarm: String
   }
 
   static func exportGATT(_ fake: FakeBlueZ, device path: String) async throws -> Device {
@@ -32,13 +35,16 @@ struct BlueZGATTTests {
     let control = try await fake.addCharacteristic(
       service: custom, handle: 0x21, uuid: long(Self.control),
       flags: ["write", "write-without-response"], mtu: 185)
+    let alarm = try await fake.addCharacteristic(
+      service: custom, handle: 0x23, uuid: long(Self.alarm), flags: ["indicate"], mtu: 185,
+      acquire: true)
     let battery = try await fake.addService(device: path, handle: 0x10, uuid: long(Self.battery))
     let level = try await fake.addCharacteristic(
       service: battery, handle: 0x11, uuid: long(Self.level), flags: ["read", "notify"],
-      value: [87], mtu: 247)
+      value: [87], mtu: 247, acquire: true)
     try await fake.addDescriptor(
       characteristic: level, handle: 0x13, uuid: long(.init(uuid16: 0x2902)))
-    return Device(path: path, level: level, control: control)
+    return Device(path: path, level: level, control: control, alarm: alarm)
   }
 
   static let expectedTree = GATTTree(
@@ -50,7 +56,10 @@ struct BlueZGATTTests {
         ]),
       .init(
         uuid: custom,
-        characteristics: [.init(uuid: control, flags: ["write", "write-without-response"])]),
+        characteristics: [
+          .init(uuid: control, flags: ["write", "write-without-response"]),
+          .init(uuid: alarm, flags: ["indicate"]),
+        ]),
     ], mtu: 247)
 
   static var address: BluetoothAddress { try! BluetoothAddress(deviceAddress) }
@@ -59,6 +68,9 @@ struct BlueZGATTTests {
   }
   static var controlID: GATTCharacteristicID {
     GATTCharacteristicID(address: address, service: custom, characteristic: control)
+  }
+  static var alarmID: GATTCharacteristicID {
+    GATTCharacteristicID(address: address, service: custom, characteristic: alarm)
   }
 
   static func isResolved(_ event: CentralEvent) -> Bool {
@@ -104,7 +116,7 @@ struct BlueZGATTTests {
       try await fake.change(path, "org.bluez.Device1", ["ServicesResolved": .bool(true)])
       let resolved = try await events.next(where: Self.isResolved)
       #expect(resolved == .servicesResolved(Self.address, Self.expectedTree))
-      #expect(await central.statistics.gattObjects == 5)
+      #expect(await central.statistics.gattObjects == 6)
 
       // Connecting a device whose services are resolved already reports its tree again.
       try await central.connect(Self.address, timeout: 5)
@@ -160,7 +172,9 @@ struct BlueZGATTTests {
     }
   }
 
-  @Test("200 notifications arrive as 200 events in order; Value changes while not notifying don't")
+  @Test(
+    "StartNotify: 200 notifications arrive as 200 events in order; Value changes while not notifying don't"
+  )
   func notifications() async throws {
     try await PrivateBus.with { bus in
       let (fake, device, central, events, task) = try await Self.resolved(bus)
@@ -174,11 +188,11 @@ struct BlueZGATTTests {
       _ = try await central.read(id, timeout: 5)
       try await fake.notify(device.level, [0xEE])
 
-      try await central.setNotify(id, enabled: true, timeout: 5)
+      try await central.setNotify(id, enabled: true, method: .start, timeout: 5)
       #expect(fake.calls("StartNotify").map(\.path) == [device.level])
       try await events.next { $0 == .notifyingChanged(id, true) }
       // Starting again is harmless.
-      try await central.setNotify(id, enabled: true, timeout: 5)
+      try await central.setNotify(id, enabled: true, method: .start, timeout: 5)
 
       let values = (0..<200).map { [UInt8($0 >> 8), UInt8($0 & 0xFF), 0x42] }
       for value in values { try await fake.notify(device.level, value) }
@@ -192,10 +206,130 @@ struct BlueZGATTTests {
       try await central.setNotify(id, enabled: false, timeout: 5)
 
       // A sentinel after turning it on again proves that nothing came in between.
-      try await central.setNotify(id, enabled: true, timeout: 5)
+      try await central.setNotify(id, enabled: true, method: .start, timeout: 5)
       try await fake.notify(device.level, [0xF0])
       try await events.next { $0 == .notification(id, [0xF0]) }
       #expect(notifications() == values + [[0xF0]])
+      await fake.stop()
+    }
+  }
+
+  @Test(
+    "AcquireNotify: 2,000 values through the socket in order; those sent before a disconnection are delivered before it"
+  )
+  func acquiredNotifications() async throws {
+    try await PrivateBus.with { bus in
+      let (fake, device, central, events, task) = try await Self.resolved(bus)
+      defer { task.cancel() }
+      let id = Self.levelID
+      func notifications() -> [[UInt8]] {
+        events.all.compactMap { if case .notification(id, let v) = $0 { v } else { nil } }
+      }
+
+      try await central.setNotify(id, enabled: true, timeout: 5)
+      #expect(fake.calls("AcquireNotify").map(\.path) == [device.level])
+      #expect(fake.calls("StartNotify").isEmpty)
+      try await events.next { $0 == .notifyingChanged(id, true) }
+      #expect(await central.statistics.acquiredSockets == 1)
+      // Values that come as D-Bus signals while acquired are no notifications (BlueZ sends none).
+      try await fake.notify(device.level, [0xEE])
+
+      let values = (0..<2000).map { [UInt8($0 >> 8), UInt8($0 & 0xFF), 0x42] }
+      for value in values { fake.notifyAcquired(device.level, value) }
+      try await events.next { $0 == .notification(id, values.last!) }
+      #expect(notifications() == values)
+
+      // Values in the socket when the link drops come out before the disconnection.
+      let last = (0..<100).map { [0xD0, UInt8($0)] }
+      for value in last { fake.notifyAcquired(device.level, value) }
+      try await fake.change(
+        device.path, "org.bluez.Device1",
+        ["Connected": .bool(false), "ServicesResolved": .bool(false)])
+      try await events.next { $0 == .connectionChanged(Self.address, connected: false) }
+      let disconnection = try #require(
+        events.all.firstIndex { $0 == .connectionChanged(Self.address, connected: false) })
+      let lastValue = try #require(events.all.lastIndex { $0 == .notification(id, last.last!) })
+      #expect(lastValue < disconnection)
+      #expect(notifications() == values + last)
+      #expect(fake.acquiredHungUp(device.level))
+      #expect(await central.statistics.acquiredSockets == 0)
+      await fake.stop()
+    }
+  }
+
+  @Test("AcquireNotify off: the socket is drained and shut, no StopNotify; on again acquires anew")
+  func acquiredOff() async throws {
+    try await PrivateBus.with { bus in
+      let (fake, device, central, events, task) = try await Self.resolved(bus)
+      defer { task.cancel() }
+      let id = Self.levelID
+      try await central.setNotify(id, enabled: true, timeout: 5)
+      fake.notifyAcquired(device.level, [1])
+      fake.notifyAcquired(device.level, [])  // an empty value is a value, not the end
+      fake.notifyAcquired(device.level, [2])
+      try await events.next { $0 == .notification(id, [2]) }
+      #expect(events.all.contains(.notification(id, [])))
+      try await central.setNotify(id, enabled: false, timeout: 5)
+      #expect(fake.calls("StopNotify").isEmpty)
+      #expect(fake.acquiredHungUp(device.level))
+      try await fake.endAcquired(device.level)
+      try await events.next { $0 == .notifyingChanged(id, false) }
+      try await central.setNotify(id, enabled: true, timeout: 5)
+      #expect(fake.calls("AcquireNotify").count == 2)
+      fake.notifyAcquired(device.level, [3])
+      try await events.next { $0 == .notification(id, [3]) }
+      await fake.stop()
+    }
+  }
+
+  @Test(
+    "fallbacks: indicate-only and another subscriber use StartNotify; start skips the socket; acquire reports the refusal"
+  )
+  func notifyFallbacks() async throws {
+    try await PrivateBus.with { bus in
+      let (fake, device, central, events, task) = try await Self.resolved(bus)
+      defer { task.cancel() }
+      // BlueZ 5.66 refuses AcquireNotify without the notify flag: StartNotify instead.
+      try await central.setNotify(Self.alarmID, enabled: true, timeout: 5)
+      #expect(fake.calls("AcquireNotify").map(\.path) == [device.alarm])
+      #expect(fake.calls("StartNotify").map(\.path) == [device.alarm])
+      try await events.next { $0 == .notifyingChanged(Self.alarmID, true) }
+      // `acquire` alone: the refusal is the error.
+      try await central.setNotify(Self.alarmID, enabled: false, timeout: 5)
+      let refused = await #expect(throws: CentralError.self) {
+        try await central.setNotify(Self.alarmID, enabled: true, method: .acquire, timeout: 5)
+      }
+      #expect(refused?.code == .notPermitted && refused?.detail == "org.bluez.Error.NotSupported")
+      // `start`: no socket asked for.
+      let before = fake.calls("AcquireNotify").count
+      try await central.setNotify(Self.levelID, enabled: true, method: .start, timeout: 5)
+      #expect(fake.calls("AcquireNotify").count == before)
+      try await central.setNotify(Self.levelID, enabled: false, timeout: 5)
+      #expect(fake.calls("StopNotify").map(\.path).last == device.level)
+      // A StartNotify session of ours is on: AcquireNotify says InProgress, StartNotify is fine.
+      try await central.setNotify(Self.levelID, enabled: true, method: .start, timeout: 5)
+      try await central.setNotify(Self.levelID, enabled: true, timeout: 5)
+      #expect(await central.statistics.acquiredSockets == 0)
+      await fake.stop()
+    }
+  }
+
+  @Test("a socket that ends at once without a value moves the characteristic to StartNotify")
+  func learnedFallback() async throws {
+    try await PrivateBus.with { bus in
+      let (fake, device, central, events, task) = try await Self.resolved(bus)
+      defer { task.cancel() }
+      let id = Self.levelID
+      try await central.setNotify(id, enabled: true, timeout: 5)
+      try await events.next { $0 == .notifyingChanged(id, true) }
+      try await fake.endAcquired(device.level)  // the peripheral's quirk (hbldh/bleak#1885)
+      try await Self.until("StartNotify by itself") { !fake.calls("StartNotify").isEmpty }
+      #expect(fake.calls("StartNotify").map(\.path) == [device.level])
+      try await fake.notify(device.level, [7])
+      try await events.next { $0 == .notification(id, [7]) }
+      // From now on `auto` goes straight to StartNotify for it.
+      try await central.setNotify(id, enabled: true, timeout: 5)
+      #expect(fake.calls("AcquireNotify").count == 1)
       await fake.stop()
     }
   }
@@ -268,7 +402,7 @@ struct BlueZGATTTests {
       let oddID = GATTCharacteristicID(
         address: Self.address, service: Self.battery, characteristic: .init(uuid16: 0x2A1A))
       try await Self.until("the new characteristic is mirrored") {
-        await central.statistics.gattObjects == 6
+        await central.statistics.gattObjects == 7
       }
 
       let malformed = await #expect(throws: CentralError.self) {
@@ -306,8 +440,17 @@ struct BlueZGATTTests {
 
       fake.fail("StartNotify", with: "org.bluez.Error.NotConnected")
       let notConnected = await #expect(throws: CentralError.self) {
+        try await central.setNotify(Self.levelID, enabled: true, method: .start, timeout: 5)
+      }
+      #expect(notConnected?.code == .notConnected)
+      // Not connected is no reason to try StartNotify after AcquireNotify.
+      fake.fail("AcquireNotify", with: "org.bluez.Error.Failed", message: "Not connected")
+      let starts = fake.calls("StartNotify").count
+      let stillDown = await #expect(throws: CentralError.self) {
         try await central.setNotify(Self.levelID, enabled: true, timeout: 5)
       }
+      #expect(stillDown?.code == .notConnected)
+      #expect(fake.calls("StartNotify").count == starts)
       #expect(notConnected?.code == .notConnected)
 
       // After the link goes down nothing is sent to BlueZ.

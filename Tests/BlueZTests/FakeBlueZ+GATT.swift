@@ -1,4 +1,5 @@
 import DBus
+import Glibc
 
 /// Remote GATT objects of the fake bluetoothd, nested the way BlueZ nests them
 /// (`<device>/serviceXXXX/charXXXX/descXXXX`, XXXX the attribute handle in hex).
@@ -33,18 +34,22 @@ extension FakeBlueZ {
   }
 
   /// Exports a `GattCharacteristic1` below `service` with `ReadValue`, `WriteValue`,
-  /// `StartNotify` and `StopNotify`. `readReply`, when given, is what `ReadValue` answers
-  /// instead of the value (to send a malformed reply).
+  /// `StartNotify`, `StopNotify` and (with `acquire`) `AcquireNotify` as BlueZ 5.66 answers it:
+  /// `NotSupported` without the `notify` flag, `InProgress` while a `StartNotify` session is
+  /// on, `NotPermitted` while acquired, else a `SOCK_SEQPACKET` socket and the MTU.
+  /// `readReply`, when given, is what `ReadValue` answers instead of the value (to send a
+  /// malformed reply).
   @discardableResult
   func addCharacteristic(
     service: String, handle: Int, uuid: String, flags: [String], value: [UInt8] = [],
-    mtu: UInt16? = nil, readReply: DBusValue? = nil
+    mtu: UInt16? = nil, readReply: DBusValue? = nil, acquire: Bool = false
   ) async throws -> String {
     let path = service + "/char" + Self.hex4(handle)
     var properties: [String: DBusValue] = [
       "UUID": .string(uuid), "Service": .objectPath(try DBusObjectPath(service)),
       "Value": .bytes(value), "Notifying": .bool(false), "Flags": .strings(flags),
     ]
+    if acquire { properties["NotifyAcquired"] = .bool(false) }
     if let mtu { properties["MTU"] = .uint16(mtu) }
     state.properties.withLock { $0[path] = [Self.characteristicInterface: properties] }
     let interface = Self.characteristicInterface
@@ -71,10 +76,36 @@ extension FakeBlueZ {
         return []
       },
     ]
+    let acquireMethods =
+      acquire
+      ? [
+        method("AcquireNotify", at: path, in: "a{sv}", out: "hq") { [self] _ in
+          guard flags.contains("notify") else {
+            throw DBusError(
+              name: "org.bluez.Error.NotSupported", message: "Operation is not supported")
+          }
+          guard !isNotifying(path) else {
+            throw DBusError(name: "org.bluez.Error.InProgress", message: "In Progress")
+          }
+          guard state.notifySockets.withLock({ $0[path] }) == nil else {
+            throw DBusError(name: "org.bluez.Error.NotPermitted", message: "Notify acquired")
+          }
+          var fds: [Int32] = [-1, -1]
+          guard
+            socketpair(
+              AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0
+          else {
+            throw DBusError(name: "org.bluez.Error.Failed", message: "socketpair failed")
+          }
+          state.notifySockets.withLock { $0[path] = fds[0] }
+          try await change(path, interface, ["NotifyAcquired": .bool(true)])
+          return [.unixFD(DBusFileDescriptor(taking: fds[1])), .uint16(mtu ?? 23)]
+        }
+      ] : []
     try await connection.export(
       DBusExportedObject(interfaces: [
         DBusInterface(
-          interface, methods: methods,
+          interface, methods: methods + acquireMethods,
           properties: exportedProperties(path, interface, properties))
       ]), at: try DBusObjectPath(path))
     return path
@@ -101,6 +132,27 @@ extension FakeBlueZ {
   func isNotifying(_ path: String) -> Bool {
     state.properties.withLock { $0[path]?[Self.characteristicInterface]?["Notifying"] }
       == .bool(true)
+  }
+
+  /// Sends a notification through the acquired socket, as BlueZ does after `AcquireNotify`.
+  func notifyAcquired(_ path: String, _ value: [UInt8]) {
+    guard let fd = state.notifySockets.withLock({ $0[path] }) else { return }
+    _ = value.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, 0) }
+  }
+
+  /// Whether the client shut its end of the acquired socket (waits up to `seconds`).
+  func acquiredHungUp(_ path: String, within seconds: Int32 = 2) -> Bool {
+    guard let fd = state.notifySockets.withLock({ $0[path] }) else { return false }
+    var probe = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+    return poll(&probe, 1, seconds * 1000) == 1 && probe.revents & Int16(POLLHUP) != 0
+  }
+
+  /// Ends the acquired session as BlueZ does when the socket goes: closes the fake's end and
+  /// clears `NotifyAcquired`.
+  func endAcquired(_ path: String) async throws {
+    guard let fd = state.notifySockets.withLock({ $0.removeValue(forKey: path) }) else { return }
+    close(fd)
+    try await change(path, Self.characteristicInterface, ["NotifyAcquired": .bool(false)])
   }
 
   /// Sends a notification: a `PropertiesChanged` of `Value`, as BlueZ does.

@@ -28,6 +28,8 @@ final class FakeBlueZ: Sendable {
     let cancelled = Mutex<Set<String>>([])
     /// Registered GATT applications and advertisements (`FakeBlueZ+Peripheral.swift`).
     let peripheral = Mutex(FakePeripheralRecords())
+    /// The fake's end of each acquired notification socket, by characteristic path.
+    let notifySockets = Mutex<[String: Int32]>([:])
   }
 
   let connection: DBusConnection

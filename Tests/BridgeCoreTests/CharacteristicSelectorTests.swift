@@ -170,7 +170,7 @@ struct FormatRuleTests {
   @Test("parses a selector and a format", arguments: ValueFormat.allCases)
   func parses(_ format: ValueFormat) throws {
     let rule = try FormatRule(parsing: "*/180f/2a19=\(format.rawValue)")
-    #expect(rule.format == format)
+    #expect(rule.value == format)
     #expect(rule.selector == (try CharacteristicSelector(parsing: "*/180f/2a19")))
     #expect(rule.description == "*/180f/2a19=\(format.rawValue)")
     #expect(try FormatRule(parsing: rule.description) == rule)
@@ -179,18 +179,18 @@ struct FormatRuleTests {
   @Test("tolerates whitespace around the parts and takes a device alone")
   func whitespaceAndDevice() throws {
     let rule = try FormatRule(parsing: " A4:C1:38:1E:29:DF = decoded ")
-    #expect(rule.format == .decoded)
+    #expect(rule.value == .decoded)
     #expect(rule.selector == (try CharacteristicSelector(parsing: "A4C1381E29DF/*/*")))
   }
 
   @Test(
     "refuses malformed rules, naming what is wrong",
     arguments: [
-      ("*/180f/2a19", FormatRule.Error.missingFormat("*/180f/2a19")),
-      ("*/180f/2a19=", .missingFormat("*/180f/2a19=")),
-      ("*/180f/2a19= ", .missingFormat("*/180f/2a19= ")),
-      ("*/180f/2a19=foo", .unknownFormat("foo")),
-      ("*/180f/2a19=HEX", .unknownFormat("HEX")),
+      ("*/180f/2a19", FormatRule.Error.missingValue("*/180f/2a19")),
+      ("*/180f/2a19=", .missingValue("*/180f/2a19=")),
+      ("*/180f/2a19= ", .missingValue("*/180f/2a19= ")),
+      ("*/180f/2a19=foo", .unknownValue("foo")),
+      ("*/180f/2a19=HEX", .unknownValue("HEX")),
       (
         "*/180f/2a19=hex=json",
         .invalidSelector(.invalidCharacteristic("2a19=hex", .invalidCharacter(offset: 4)))
@@ -205,13 +205,48 @@ struct FormatRuleTests {
   @Test("rule errors describe the problem for people")
   func descriptions() {
     #expect(
-      FormatRule.Error.unknownFormat("foo").description
+      FormatRule.Error.unknownValue("foo").description
         == "unknown format 'foo' (hex, base64, utf8, raw, json, decoded)")
     #expect(
       FormatRule.Error.invalidSelector(.invalidService("x", .invalidLength(byteCount: 1)))
         .description.hasPrefix("'x' is not a service UUID: "))
     #expect(
-      FormatRule.Error.missingFormat("*/180f/2a19").description
+      FormatRule.Error.missingValue("*/180f/2a19").description
         == "'*/180f/2a19' has no '=<format>' (for example */180f/2a19=decoded)")
+  }
+}
+
+@Suite("NotifyMethodRule")
+struct NotifyMethodRuleTests {
+  @Test("parses every method and names the choices when the method is unknown")
+  func parses() throws {
+    for method in NotifyMethod.allCases {
+      #expect(try NotifyMethodRule(parsing: "*/180d/2a37=\(method.rawValue)").value == method)
+    }
+    #expect(throws: NotifyMethodRule.Error.unknownValue("fd")) {
+      try NotifyMethodRule(parsing: "*/180d/2a37=fd")
+    }
+    #expect(
+      NotifyMethodRule.Error.unknownValue("fd").description
+        == "unknown notify method 'fd' (auto, acquire, start)")
+    #expect(
+      NotifyMethodRule.Error.missingValue("*").description
+        == "'*' has no '=<notify method>' (for example */180d/2a37=start)")
+  }
+
+  @Test("the first matching rule wins; by id or by address; the default when none matches")
+  func firstMatchWins() throws {
+    let rules = try ["A4C1381E29DF/180d/2a37=start", "*/180d/*=acquire"].map {
+      try NotifyMethodRule(parsing: $0)
+    }
+    let address = try BluetoothAddress("A4:C1:38:1E:29:DF")
+    let heartRate = CharacteristicPath(
+      device: try DeviceID(friendlyName: "kitchen"), service: BluetoothUUID(uuid16: 0x180D),
+      characteristic: BluetoothUUID(uuid16: 0x2A37))
+    #expect(rules.value(for: heartRate, address: address, default: .auto) == .start)
+    #expect(rules.value(for: heartRate, default: .auto) == .acquire)
+    var battery = heartRate
+    battery.service = BluetoothUUID(uuid16: 0x180F)
+    #expect(rules.value(for: battery, address: address, default: .auto) == .auto)
   }
 }

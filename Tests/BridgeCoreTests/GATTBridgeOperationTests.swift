@@ -286,6 +286,20 @@ struct GATTBridgeOperationTests {
     #expect(h.results(battery).last?["error"] == "in_progress")
   }
 
+  @Test("notify operations carry the method of the first matching rule, else the default")
+  func notifyMethods() throws {
+    var h = readyHarness(
+      .init(
+        notifyMethod: .acquire,
+        notifyMethods: [try NotifyMethodRule(parsing: "*/180d/2a37=start")]))
+    let hr = H.path(H.heartRate, H.heartRateMeasurement)
+    let battery = H.path(H.battery, H.batteryLevel)
+    let on = try #require(h.send(.notify(hr), "on").operations.first)
+    #expect(on.kind == .notify(true) && on.notifyMethod == .start)
+    let level = try #require(h.send(.notify(battery), "on").operations.first)
+    #expect(level.kind == .notify(true) && level.notifyMethod == .acquire)
+  }
+
   @Test("the decoded format publishes typed JSON for known characteristics")
   func decoded() throws {
     var h = readyHarness(.init(formats: [try FormatRule(parsing: "*/180f/2a19=decoded")]))

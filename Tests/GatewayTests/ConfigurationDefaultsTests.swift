@@ -94,7 +94,9 @@ struct ConfigurationDefaultsTests {
 
   @Test func knownKeysListEveryKeyWithItsType() {
     let keys = ConfigurationLoader.knownKeys
-    #expect(keys.count == 70)
+    #expect(keys.count == 72)
+    #expect(keys["bluetooth.gatt.notify_method"] == .choice(["auto", "acquire", "start"]))
+    #expect(keys["bluetooth.gatt.notify_methods"] == .list(.notifyMethodRule))
     #expect(keys["bluetooth.filter.uuids"] == .list(.serviceUUID))
     #expect(keys["bluetooth.filter.name"] == .namePattern)
     #expect(keys["bluetooth.filter.allow"] == .list(.bluetoothAddress))

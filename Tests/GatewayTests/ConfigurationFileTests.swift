@@ -266,7 +266,9 @@ enum ConfigurationFixture {
         maxConnections: 3, timeout: 12, retryMinDelay: 1, retryMaxDelay: 60),
       gatt: .init(
         timeout: 8, format: .base64, formats: ["*/180f/2a19=decoded", "A4C1381E29DF=utf8"],
-        notify: ["*/180d/2a37"], writable: ["A4C1381E29DF/fff0/fff1"], queueLimit: 16),
+        notify: ["*/180d/2a37"], notifyMethod: .start,
+        notifyMethods: ["A4C1381E29DF/180d/2a37=acquire"], writable: ["A4C1381E29DF/fff0/fff1"],
+        queueLimit: 16),
       transfer: .init(
         service: "0000fe00-0000-1000-8000-00805f9b34fb", characteristic: "fe01",
         maxBytes: 65536)),
@@ -306,6 +308,8 @@ enum ConfigurationFixture {
     "bluetooth.gatt.format": "base64",
     "bluetooth.gatt.formats": "*/180f/2a19=decoded,A4C1381E29DF=utf8",
     "bluetooth.gatt.notify": "*/180d/2a37", "bluetooth.gatt.writable": "A4C1381E29DF/fff0/fff1",
+    "bluetooth.gatt.notify_method": "start",
+    "bluetooth.gatt.notify_methods": "A4C1381E29DF/180d/2a37=acquire",
     "bluetooth.gatt.queue_limit": "16",
     "bluetooth.transfer.service": "0000fe00-0000-1000-8000-00805f9b34fb",
     "bluetooth.transfer.characteristic": "fe01", "bluetooth.transfer.max_bytes": "65536",

@@ -10,7 +10,7 @@ final class FakeGATTCentral: GATTCentral {
     var writes: [GATTCharacteristicID: [[UInt8]]] = [:]
     var busy: Set<GATTCharacteristicID> = []
     var overlaps = 0
-    var notifyCalls: [(GATTCharacteristicID, Bool)] = []
+    var notifyCalls: [(GATTCharacteristicID, Bool, NotifyMethod)] = []
     var connects: [BluetoothAddress] = []
     var disconnects: [BluetoothAddress] = []
     var removals: [BluetoothAddress] = []
@@ -63,10 +63,12 @@ final class FakeGATTCentral: GATTCentral {
     }
   }
 
-  func setNotify(_ characteristic: GATTCharacteristicID, enabled: Bool, timeout: Double)
-    async throws(CentralError)
-  {
-    try await exclusive(characteristic) { $0.notifyCalls.append((characteristic, enabled)) }
+  func setNotify(
+    _ characteristic: GATTCharacteristicID, enabled: Bool, method: NotifyMethod, timeout: Double
+  ) async throws(CentralError) {
+    try await exclusive(characteristic) {
+      $0.notifyCalls.append((characteristic, enabled, method))
+    }
     emit(.notifyingChanged(characteristic, enabled))
   }
 

@@ -36,6 +36,18 @@ struct LoopMailboxTests {
     #expect(try pollDescriptors(&fds, timeout: 1000) == 1)
   }
 
+  @Test("a batch posted at once writes one wake-up byte and comes out in order")
+  func batchOneWakeUp() throws {
+    let mailbox = try LoopMailbox<Int>()
+    #expect(mailbox.post(contentsOf: 1...500))
+    var byte: UInt8 = 0
+    #expect(read(mailbox.wakeFD, &byte, 1) == 1)
+    #expect(read(mailbox.wakeFD, &byte, 1) == -1)
+    #expect(mailbox.take() == Array(1...500))
+    #expect(mailbox.post(contentsOf: [Int]()))
+    #expect(read(mailbox.wakeFD, &byte, 1) == -1)
+  }
+
   @Test("closing returns what was waiting; later posts are refused for the caller to answer")
   func close() throws {
     let mailbox = try LoopMailbox<String>()

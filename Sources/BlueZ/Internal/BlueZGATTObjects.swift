@@ -22,12 +22,18 @@ struct BlueZGATTObjects: Sendable {
 
   /// One `org.bluez.GattCharacteristic1` object.
   struct Characteristic: Sendable, Hashable {
+    /// Whether notifications are on by either method (`StartNotify` or `AcquireNotify`).
+    var receiving: Bool { notifying || notifyAcquired }
+
     let path: DBusObjectPath
     let service: DBusObjectPath
     let device: DBusObjectPath
     var uuid: BluetoothUUID
     var flags: [String]
+    /// The `Notifying` property: a `StartNotify` session is on.
     var notifying: Bool
+    /// The `NotifyAcquired` property: a client holds the socket of `AcquireNotify`.
+    var notifyAcquired = false
     /// The `MTU` property (BlueZ ≥ 5.62): the ATT MTU of the connection.
     var mtu: Int?
   }
@@ -297,6 +303,7 @@ extension BlueZGATTObjects.Characteristic {
       switch key {
       case "MTU": mtu = nil
       case "Notifying": notifying = false
+      case "NotifyAcquired": notifyAcquired = false
       default: break
       }
     }
@@ -308,6 +315,7 @@ extension BlueZGATTObjects.Characteristic {
           flags = values.compactMap(\.stringValue)
         }
       case "Notifying": if let flag = value.boolValue { notifying = flag }
+      case "NotifyAcquired": if let flag = value.boolValue { notifyAcquired = flag }
       case "MTU":
         if let number = value.integerValue, (0...65535).contains(number) { mtu = Int(number) }
       default: break

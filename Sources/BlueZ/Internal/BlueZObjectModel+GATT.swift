@@ -54,16 +54,18 @@ extension BlueZObjectModel {
   /// `notifyingChanged(false)` (the stack turned it off by removing it).
   mutating func removeGATTObject(_ path: DBusObjectPath, _ names: Set<String>) -> [CentralEvent] {
     let removed = gatt.characteristicsRemoved(by: path, interfaces: names)
-    let events = removed.filter(\.notifying).compactMap { characteristic in
+    let events = removed.filter(\.receiving).compactMap { characteristic in
       id(of: characteristic).map { CentralEvent.notifyingChanged($0, false) }
     }
     gatt.remove(path, interfaces: names)
     return events
   }
 
-  /// A `PropertiesChanged` of a characteristic: `notifyingChanged` when `Notifying` changed,
-  /// then `notification` when a `Value` arrived while it is notifying (BlueZ also sends `Value`
-  /// after a `ReadValue`; with notifications off that is no notification).
+  /// A `PropertiesChanged` of a characteristic: `notifyingChanged` when `Notifying` or
+  /// `NotifyAcquired` changed whether notifications are on, then `notification` when a `Value`
+  /// arrived while a `StartNotify` session is on (BlueZ also sends `Value` after a `ReadValue`;
+  /// with notifications off that is no notification; values of an acquired socket never come
+  /// as `Value`).
   mutating func characteristicChanged(
     _ path: DBusObjectPath, _ changed: [String: DBusValue], _ invalidated: [String]
   ) -> [CentralEvent] {
@@ -71,8 +73,8 @@ extension BlueZObjectModel {
     else { return [] }
     guard let id = id(of: after) else { return [] }
     var events: [CentralEvent] = []
-    if after.notifying != before.notifying {
-      events.append(.notifyingChanged(id, after.notifying))
+    if after.receiving != before.receiving {
+      events.append(.notifyingChanged(id, after.receiving))
     }
     if let value = changed["Value"] {
       if let bytes = Self.bytes(value) {

@@ -111,6 +111,8 @@ struct ConfigurationKey: Sendable {
     .choice("bluetooth.gatt.format", \.bluetooth.gatt.format),
     .list("bluetooth.gatt.formats", \.bluetooth.gatt.formats, of: .formatRule),
     .list("bluetooth.gatt.notify", \.bluetooth.gatt.notify, of: .characteristicSelector),
+    .choice("bluetooth.gatt.notify_method", \.bluetooth.gatt.notifyMethod),
+    .list("bluetooth.gatt.notify_methods", \.bluetooth.gatt.notifyMethods, of: .notifyMethodRule),
     .list("bluetooth.gatt.writable", \.bluetooth.gatt.writable, of: .characteristicSelector),
     .int("bluetooth.gatt.queue_limit", \.bluetooth.gatt.queueLimit, .integer(1...10_000)),
     .string("bluetooth.transfer.service", \.bluetooth.transfer.service, .uuid),

@@ -54,6 +54,8 @@ extension ConfigurationLoader {
       case characteristicSelector
       /// A value-format rule, `<dev>/<svc>/<chr>=<format>` (BridgeCore's `FormatRule`).
       case formatRule
+      /// A notify-method rule, `<dev>/<svc>/<chr>=<method>` (BridgeCore's `NotifyMethodRule`).
+      case notifyMethodRule
 
       /// One item, for messages: "a Bluetooth address".
       public var description: String {
@@ -63,6 +65,7 @@ extension ConfigurationLoader {
         case .namePattern: "a name pattern"
         case .characteristicSelector: "a characteristic selector"
         case .formatRule: "a value-format rule"
+        case .notifyMethodRule: "a notify-method rule"
         }
       }
 
@@ -79,6 +82,9 @@ extension ConfigurationLoader {
         case .formatRule:
           "value-format rules (<dev>/<svc>/<chr>=<format>, e.g. */180f/2a19=decoded; formats "
             + ValueFormat.allCases.map(\.rawValue).joined(separator: ", ") + ")"
+        case .notifyMethodRule:
+          "notify-method rules (<dev>/<svc>/<chr>=<method>, e.g. */180d/2a37=start; methods "
+            + NotifyMethod.allCases.map(\.rawValue).joined(separator: ", ") + ")"
         }
       }
 
@@ -90,6 +96,7 @@ extension ConfigurationLoader {
         case .namePattern: (try? NamePattern(item)).map { _ in item }
         case .characteristicSelector: (try? CharacteristicSelector(parsing: item)).map { _ in item }
         case .formatRule: (try? FormatRule(parsing: item)).map { _ in item }
+        case .notifyMethodRule: (try? NotifyMethodRule(parsing: item)).map { _ in item }
         }
       }
 

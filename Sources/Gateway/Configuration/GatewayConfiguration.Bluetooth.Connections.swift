@@ -51,6 +51,13 @@ extension GatewayConfiguration.Bluetooth {
     /// Characteristics whose notifications are turned on at every connection,
     /// `<dev>/<svc>/<chr>` (`bluetooth.gatt.notify`). Default empty.
     public var notify: [String]
+    /// How notifications are turned on where no rule says otherwise: `auto` (a socket from
+    /// BlueZ's `AcquireNotify` where granted, else `StartNotify`), `acquire` or `start`
+    /// (`bluetooth.gatt.notify_method`). Default `auto`.
+    public var notifyMethod: NotifyMethod
+    /// Notify methods per characteristic, `<dev>/<svc>/<chr>=<method>`; the first match wins
+    /// (`bluetooth.gatt.notify_methods`). Default empty.
+    public var notifyMethods: [String]
     /// When not empty, the only characteristics that may be written (`bluetooth.gatt.writable`).
     /// Default empty: every characteristic whose flags allow it.
     public var writable: [String]
@@ -61,12 +68,15 @@ extension GatewayConfiguration.Bluetooth {
     /// Creates GATT settings with the documented defaults.
     public init(
       timeout: Double = 15, format: ValueFormat = .hex, formats: [String] = [],
-      notify: [String] = [], writable: [String] = [], queueLimit: Int = 64
+      notify: [String] = [], notifyMethod: NotifyMethod = .auto, notifyMethods: [String] = [],
+      writable: [String] = [], queueLimit: Int = 64
     ) {
       self.timeout = timeout
       self.format = format
       self.formats = formats
       self.notify = notify
+      self.notifyMethod = notifyMethod
+      self.notifyMethods = notifyMethods
       self.writable = writable
       self.queueLimit = queueLimit
     }

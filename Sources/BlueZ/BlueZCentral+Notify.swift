@@ -1,0 +1,191 @@
+public import BridgeCore
+import DBus
+import Glibc
+import Logging
+import LoopSupport
+import Synchronization
+
+/// One characteristic whose notifications arrive through the socket of `AcquireNotify`.
+struct AcquiredNotify: Sendable {
+  /// Counts the values the socket carried (on the reader thread).
+  final class Tap: Sendable {
+    let values = Atomic<Int>(0)
+  }
+
+  /// The socket, owned by the reader.
+  let fd: Int32
+  /// The ATT MTU BlueZ reported with it.
+  let mtu: Int
+  /// When it was acquired.
+  let since: ContinuousClock.Instant
+  /// What the configuration asked for (`auto` may move the characteristic to `StartNotify`).
+  let method: NotifyMethod
+  let tap: Tap
+}
+
+extension BlueZCentral {
+  /// A socket that ends this soon after `AcquireNotify` without carrying a value moves its
+  /// characteristic to `StartNotify` (under ``NotifyMethod/auto``).
+  static let acquireProbation: Duration = .seconds(5)
+
+  /// Turns notifications of a characteristic on or off.
+  ///
+  /// On: with ``NotifyMethod/auto`` or ``NotifyMethod/acquire``, `AcquireNotify` first: BlueZ
+  /// hands out a socket that carries one value per datagram, read on the central's reader
+  /// thread and delivered as ``CentralEvent/notification(_:_:)`` without a D-Bus message per
+  /// value. Under `auto` a refusal (indicate-only characteristics in BlueZ 5.66, another
+  /// client already subscribed, a BlueZ without the method) falls back to `StartNotify`; so does
+  /// a characteristic whose socket once ended within ``acquireProbation`` without a value.
+  /// BlueZ counts `StartNotify` sessions per D-Bus client: starting again is harmless.
+  ///
+  /// Off: an acquired socket is drained (its values are delivered first) and shut, which ends
+  /// BlueZ's session; otherwise `StopNotify`. Stopping when this central has no subscription,
+  /// or when the device is not connected, is success. Either way the change arrives as
+  /// ``CentralEvent/notifyingChanged(_:_:)``.
+  ///
+  /// - Parameters:
+  ///   - characteristic: The characteristic.
+  ///   - enabled: Whether they should be on.
+  ///   - method: How to turn them on.
+  ///   - timeout: The most seconds to wait.
+  /// - Throws: ``CentralError`` as for ``read(_:timeout:)``.
+  public func setNotify(
+    _ characteristic: GATTCharacteristicID, enabled: Bool, method: NotifyMethod, timeout: Double
+  ) async throws(CentralError) {
+    guard enabled else {
+      if let acquired = acquiredNotify.removeValue(forKey: characteristic) {
+        notifyReader?.remove(acquired.fd)
+        return
+      }
+      do {
+        _ = try await gattCall(characteristic, "StopNotify", [], timeout: timeout)
+      } catch {
+        // BlueZ: `Failed` "No notify session started" when we had none.
+        let noSession =
+          error.bluez == .failed && error.message.lowercased().contains("notify session")
+        if noSession || error.code == .notConnected { return }
+        throw error
+      }
+      return
+    }
+    guard acquiredNotify[characteristic] == nil else { return }
+    let acquire =
+      method == .acquire || (method == .auto && !startNotifyOnly.contains(characteristic))
+    if acquire {
+      do {
+        try await acquireNotify(characteristic, method: method, timeout: timeout)
+        return
+      } catch {
+        guard method == .auto, Self.mayFallBack(error) else { throw error }
+        logger.debug(
+          "AcquireNotify refused, using StartNotify",
+          metadata: ["ble.characteristic": "\(characteristic)", "error": "\(error)"])
+      }
+    }
+    _ = try await gattCall(characteristic, "StartNotify", [], timeout: timeout)
+    counters.notifyStarted += 1
+  }
+
+  /// Whether `StartNotify` may succeed where `AcquireNotify` failed: not for a link or object
+  /// that is gone, nor for a stack that does not answer.
+  static func mayFallBack(_ error: CentralError) -> Bool {
+    switch error.code {
+    case .notConnected, .unknownCharacteristic, .unavailable, .timeout: false
+    default: true
+    }
+  }
+
+  /// `AcquireNotify`: registers the socket with the reader thread.
+  private func acquireNotify(
+    _ characteristic: GATTCharacteristicID, method: NotifyMethod, timeout: Double
+  ) async throws(CentralError) {
+    let reply = try await gattCall(
+      characteristic, "AcquireNotify", [.properties([:])], timeout: timeout)
+    guard reply.count == 2, case .unixFD(let passed) = reply[0].unwrapped,
+      let mtu = reply[1].integerValue
+    else {
+      throw CentralError(
+        .bluezError,
+        message:
+          "AcquireNotify of \(characteristic) replied '\(reply.map(\.signature.rawValue).joined())'"
+          + " instead of 'hq'")
+    }
+    // The reader owns its own copy; the message's copy closes with `passed`.
+    let fd = fcntl(passed.rawValue, F_DUPFD_CLOEXEC, 0)
+    guard fd >= 0, let reader = try? readerForNotifications() else {
+      if fd >= 0 { close(fd) }
+      throw CentralError(
+        .bluezError, message: "cannot keep the socket of AcquireNotify for \(characteristic)")
+    }
+    if let previous = acquiredNotify.removeValue(forKey: characteristic) {
+      reader.remove(previous.fd)
+    }
+    let tap = AcquiredNotify.Tap()
+    let hub = self.hub
+    reader.add(
+      fd,
+      receive: { values in
+        tap.values.add(values.count, ordering: .relaxed)
+        hub.yield(contentsOf: values.map { .notification(characteristic, $0) })
+      },
+      closed: { [weak self] in
+        Task { await self?.acquiredSocketEnded(characteristic, fd: fd) }
+      })
+    acquiredNotify[characteristic] = AcquiredNotify(
+      fd: fd, mtu: Int(mtu), since: clock.now, method: method, tap: tap)
+    counters.notifyAcquired += 1
+    logger.debug(
+      "notifications through AcquireNotify",
+      metadata: ["ble.characteristic": "\(characteristic)", "ble.mtu": "\(mtu)"])
+  }
+
+  /// The reader thread of acquired sockets, started at the first one.
+  private func readerForNotifications() throws(LoopError) -> DatagramReader {
+    if let notifyReader { return notifyReader }
+    let reader = try DatagramReader(name: "gatt2mqtt-notify")
+    notifyReader = reader
+    return reader
+  }
+
+  /// The peer (bluetoothd) hung up an acquired socket: the link went down, or BlueZ ended the
+  /// session. One that ends within ``acquireProbation`` having carried no value, while `auto`
+  /// chose it, marks a peripheral that does not work on the socket path (it notifies before
+  /// answering the CCCD write, hbldh/bleak#1885): `StartNotify` from now on, at once when the
+  /// device is still connected.
+  func acquiredSocketEnded(_ characteristic: GATTCharacteristicID, fd: Int32) async {
+    guard let acquired = acquiredNotify[characteristic], acquired.fd == fd else { return }
+    acquiredNotify[characteristic] = nil
+    guard acquired.method == .auto, clock.now - acquired.since < Self.acquireProbation,
+      acquired.tap.values.load(ordering: .relaxed) == 0
+    else { return }
+    startNotifyOnly.insert(characteristic)
+    logger.warning(
+      """
+      the notification socket ended right after AcquireNotify; using StartNotify for this \
+      characteristic from now on (set bluetooth.gatt.notify_methods to choose it yourself)
+      """,
+      metadata: ["ble.characteristic": "\(characteristic)"])
+    guard model.device(address: characteristic.address)?.connected == true else { return }
+    do {
+      _ = try await gattCall(
+        characteristic, "StartNotify", [],
+        timeout: Double(configuration.callTimeout.components.seconds))
+      counters.notifyStarted += 1
+    } catch {
+      logger.warning(
+        "StartNotify after the socket ended failed: \(error)",
+        metadata: ["ble.characteristic": "\(characteristic)"])
+    }
+  }
+
+  /// Before a disconnection (or the loss of the stack) is delivered: every value the device's
+  /// sockets still hold is delivered first, then the sockets are shut (`nil`: all devices).
+  func releaseAcquired(address: BluetoothAddress?) {
+    guard !acquiredNotify.isEmpty else { return }
+    for (characteristic, acquired) in acquiredNotify
+    where address == nil || characteristic.address == address {
+      notifyReader?.remove(acquired.fd)
+      acquiredNotify[characteristic] = nil
+    }
+  }
+}

@@ -1,0 +1,222 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// Reads datagrams (`SOCK_SEQPACKET`/`SOCK_DGRAM` sockets, one value per datagram) on a thread of
+/// its own and hands each socket's values to its handler in batches, in order, on that thread:
+/// the sockets BlueZ's `AcquireNotify` hands out carry one notification per datagram.
+///
+/// A socket stays registered until its peer hangs up (then its `closed` handler runs once) or
+/// ``remove(_:)`` takes it back. ``drain(_:)`` and ``remove(_:)`` read what is waiting on the
+/// caller's thread, in order with the reader thread, so that a caller can deliver every value
+/// that arrived before something it is about to report (a disconnection).
+///
+/// A zero-length datagram is a value (an empty notification), not the end: the end is the
+/// peer's hang-up, which `poll` reports.
+///
+/// - Important: Handlers run with the socket's lock held and must not block or call back into
+///   the reader for the same socket.
+public final class DatagramReader: Sendable {
+  private final class Entry: Sendable {
+    struct State {
+      var fd: Int32
+      /// Set by ``remove(_:)``: the reader thread closes the descriptor and forgets it.
+      var removed = false
+      var ended = false
+    }
+
+    let state: Mutex<State>
+    let receive: @Sendable ([[UInt8]]) -> Void
+    let closed: @Sendable () -> Void
+
+    init(
+      fd: Int32, receive: @escaping @Sendable ([[UInt8]]) -> Void,
+      closed: @escaping @Sendable () -> Void
+    ) {
+      state = Mutex(State(fd: fd))
+      self.receive = receive
+      self.closed = closed
+    }
+  }
+
+  private enum Command: Sendable { case changed }
+
+  private let entries = Mutex<[Int32: Entry]>([:])
+  private let mailbox: LoopMailbox<Command>
+  private let maxDatagram: Int
+  private let batchLimit: Int
+  private let stopped = Mutex(false)
+
+  /// Starts the reader thread.
+  ///
+  /// - Parameters:
+  ///   - name: The thread's name (in `top -H`, `perf`).
+  ///   - maxDatagram: The longest datagram read whole (longer ones are cut); BlueZ's values
+  ///     are at most 512 bytes.
+  ///   - batchLimit: The most datagrams of one socket handed over in one batch.
+  /// - Throws: ``LoopError`` when the wake-up pipe cannot be made.
+  public init(name: String, maxDatagram: Int = 1024, batchLimit: Int = 256) throws(LoopError) {
+    mailbox = try LoopMailbox()
+    self.maxDatagram = max(1, maxDatagram)
+    self.batchLimit = max(1, batchLimit)
+    let thread = Thread { [self] in run() }
+    thread.name = name
+    thread.start()
+  }
+
+  /// Registers a socket; from now on its datagrams reach `receive` on the reader thread.
+  ///
+  /// - Parameters:
+  ///   - fd: The socket; the reader owns it from now on (it is made non-blocking, and closed
+  ///     when the peer hangs up or at ``remove(_:)``).
+  ///   - receive: Called with each batch of values, in order.
+  ///   - closed: Called once when the peer hangs up (not after ``remove(_:)``).
+  /// - Returns: `false` when the reader has stopped (the socket is closed at once).
+  @discardableResult
+  public func add(
+    _ fd: Int32, receive: @escaping @Sendable ([[UInt8]]) -> Void,
+    closed: @escaping @Sendable () -> Void
+  ) -> Bool {
+    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+    let entry = Entry(fd: fd, receive: receive, closed: closed)
+    let accepted = stopped.withLock { stopped in
+      guard !stopped else { return false }
+      entries.withLock { $0[fd] = entry }
+      return true
+    }
+    guard accepted else {
+      Glibc.close(fd)
+      return false
+    }
+    _ = mailbox.post(.changed)
+    return true
+  }
+
+  /// Reads what is waiting on a socket now, on the caller's thread, and hands it to the
+  /// socket's handler before returning.
+  ///
+  /// - Parameter fd: The socket, as registered.
+  public func drain(_ fd: Int32) {
+    guard let entry = entries.withLock({ $0[fd] }) else { return }
+    entry.state.withLock { state in
+      guard !state.removed, !state.ended else { return }
+      if read(entry, &state) { state.ended = true }
+    }
+  }
+
+  /// Takes a socket back: reads what is waiting (handed to its handler before this returns),
+  /// then shuts it down (the peer sees a hang-up); the reader thread closes it. Its `closed`
+  /// handler is not called.
+  ///
+  /// - Parameter fd: The socket, as registered.
+  public func remove(_ fd: Int32) {
+    guard let entry = entries.withLock({ $0[fd] }) else { return }
+    entry.state.withLock { state in
+      guard !state.removed else { return }
+      if !state.ended { _ = read(entry, &state) }
+      state.removed = true
+      _ = shutdown(state.fd, Int32(SHUT_RDWR))
+    }
+    _ = mailbox.post(.changed)
+  }
+
+  /// The sockets registered now.
+  public var count: Int { entries.withLock { $0.count } }
+
+  /// Stops the thread; every socket still registered is closed without a `closed` call.
+  public func stop() {
+    stopped.withLock { $0 = true }
+    _ = mailbox.post(.changed)
+  }
+
+  // MARK: reader thread
+
+  private func run() {
+    var fds: [pollfd] = []
+    var order: [Entry] = []
+    while true {
+      _ = mailbox.take()
+      if stopped.withLock({ $0 }) { break }
+      // Forget removed sockets (closing them here, where no `poll` is using them).
+      let current = entries.withLock { entries in
+        for (fd, entry) in entries where entry.state.withLock({ $0.removed || $0.ended }) {
+          entries[fd] = nil
+          Glibc.close(fd)
+        }
+        return Array(entries.values)
+      }
+      fds.removeAll(keepingCapacity: true)
+      order.removeAll(keepingCapacity: true)
+      fds.append(mailbox.wakePollFD)
+      for entry in current {
+        fds.append(pollfd(fd: entry.state.withLock { $0.fd }, events: Int16(POLLIN), revents: 0))
+        order.append(entry)
+      }
+      guard (try? pollDescriptors(&fds, timeout: -1)) != nil else { continue }
+      if fds[0].revents != 0 { mailbox.drainWakeUps() }
+      var ended: [Entry] = []
+      for (index, entry) in order.enumerated() where fds[index + 1].revents != 0 {
+        let hungUp = fds[index + 1].revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0
+        let finished = entry.state.withLock { state -> Bool in
+          guard !state.removed, !state.ended else { return false }
+          // After a hang-up the datagrams still queued are read first; `read` says when the
+          // queue is empty.
+          var end = read(entry, &state)
+          var rounds = 0
+          while hungUp && !end && rounds < 1024 {
+            end = read(entry, &state)
+            rounds += 1
+          }
+          if end || hungUp { state.ended = true }
+          return state.ended
+        }
+        if finished { ended.append(entry) }
+      }
+      for entry in ended { entry.closed() }
+      if !ended.isEmpty { _ = mailbox.post(.changed) }
+    }
+    _ = mailbox.close()
+    let remaining = entries.withLock { entries in
+      defer { entries.removeAll() }
+      return Array(entries.keys)
+    }
+    for fd in remaining { Glibc.close(fd) }
+  }
+
+  /// Reads up to the batch limit of datagrams and hands them over.
+  ///
+  /// - Returns: `true` when the socket has ended (hang-up or error).
+  private func read(_ entry: Entry, _ state: inout Entry.State) -> Bool {
+    var values: [[UInt8]] = []
+    var end = false
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: maxDatagram) { buffer in
+      while values.count < batchLimit {
+        let count = recv(state.fd, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT))
+        if count > 0 {
+          values.append(Array(buffer[..<count]))
+        } else if count == 0 {
+          // Either an empty datagram or the end: the end is a hang-up `poll` can see.
+          if Self.hungUp(state.fd) {
+            end = true
+          } else {
+            values.append([])
+          }
+          break
+        } else {
+          let code = errno
+          if code == EINTR { continue }
+          if code != EAGAIN && code != EWOULDBLOCK { end = true }
+          break
+        }
+      }
+    }
+    if !values.isEmpty { entry.receive(values) }
+    return end
+  }
+
+  private static func hungUp(_ fd: Int32) -> Bool {
+    var probe = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+    return poll(&probe, 1, 0) > 0 && probe.revents & Int16(POLLHUP | POLLERR) != 0
+  }
+}

@@ -1,0 +1,134 @@
+import Glibc
+import LoopSupport
+import Synchronization
+import Testing
+
+/// What a reader handed over for one socket.
+private final class Received: Sendable {
+  let values = Mutex<[[UInt8]]>([])
+  let batches = Mutex(0)
+  let closedCount = Mutex(0)
+
+  var receive: @Sendable ([[UInt8]]) -> Void {
+    { batch in
+      self.batches.withLock { $0 += 1 }
+      self.values.withLock { $0 += batch }
+    }
+  }
+  var closed: @Sendable () -> Void { { self.closedCount.withLock { $0 += 1 } } }
+
+  /// Waits up to 5 s for `condition`.
+  func wait(_ condition: (Received) -> Bool) async -> Bool {
+    for _ in 0..<500 {
+      if condition(self) { return true }
+      try? await Task.sleep(for: .milliseconds(10))
+    }
+    return condition(self)
+  }
+}
+
+private func socketPair() throws -> (reader: Int32, writer: Int32) {
+  var fds: [Int32] = [-1, -1]
+  try #require(
+    socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0
+  )
+  return (fds[0], fds[1])
+}
+
+private func send(_ fd: Int32, _ value: [UInt8]) {
+  let sent = value.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, 0) }
+  #expect(sent == value.count)
+}
+
+@Suite("Datagram reader: values in order on its thread, empty values, hang-ups, drain and remove")
+struct DatagramReaderTests {
+  @Test("2,000 values arrive in order, in fewer batches than values, and nothing else")
+  func inOrder() async throws {
+    let reader = try DatagramReader(name: "test-reader")
+    defer { reader.stop() }
+    let (mine, theirs) = try socketPair()
+    defer { close(theirs) }
+    let received = Received()
+    #expect(reader.add(mine, receive: received.receive, closed: received.closed))
+    let expected = (0..<2000).map { i in [UInt8(i & 0xFF), UInt8(i >> 8), 0xAB] }
+    for value in expected { send(theirs, value) }
+    #expect(await received.wait { $0.values.withLock { $0.count } >= 2000 })
+    #expect(received.values.withLock { $0 } == expected)
+    #expect(received.batches.withLock { $0 } <= 2000)
+    #expect(received.closedCount.withLock { $0 } == 0)
+  }
+
+  @Test("a zero-length datagram is an empty value, not the end; the hang-up is the end")
+  func emptyValueThenHangUp() async throws {
+    let reader = try DatagramReader(name: "test-reader")
+    defer { reader.stop() }
+    let (mine, theirs) = try socketPair()
+    let received = Received()
+    reader.add(mine, receive: received.receive, closed: received.closed)
+    send(theirs, [1])
+    send(theirs, [])
+    send(theirs, [2])
+    #expect(await received.wait { $0.values.withLock { $0.count } == 3 })
+    #expect(received.closedCount.withLock { $0 } == 0)
+    send(theirs, [3])
+    close(theirs)  // queued values first, then the end
+    #expect(await received.wait { $0.closedCount.withLock { $0 } == 1 })
+    #expect(received.values.withLock { $0 } == [[1], [], [2], [3]])
+    #expect(await received.wait { _ in reader.count == 0 })
+  }
+
+  @Test("remove delivers what is waiting before it returns and hangs up on the peer")
+  func removeDrains() async throws {
+    let reader = try DatagramReader(name: "test-reader")
+    defer { reader.stop() }
+    let (mine, theirs) = try socketPair()
+    defer { close(theirs) }
+    let received = Received()
+    // Stop the reader thread from seeing the values first: register after sending.
+    for value in 0..<50 { send(theirs, [UInt8(value)]) }
+    reader.add(mine, receive: received.receive, closed: received.closed)
+    reader.remove(mine)
+    #expect(received.values.withLock { $0 } == (0..<50).map { [UInt8($0)] })
+    var probe = pollfd(fd: theirs, events: Int16(POLLIN), revents: 0)
+    #expect(poll(&probe, 1, 2000) == 1)
+    #expect(probe.revents & Int16(POLLHUP) != 0)
+    #expect(await received.wait { _ in reader.count == 0 })
+    #expect(received.closedCount.withLock { $0 } == 0)
+  }
+
+  @Test("drain hands over what is waiting on the caller's thread, in order with the reader")
+  func drain() async throws {
+    let reader = try DatagramReader(name: "test-reader")
+    defer { reader.stop() }
+    let (mine, theirs) = try socketPair()
+    defer { close(theirs) }
+    let received = Received()
+    reader.add(mine, receive: received.receive, closed: received.closed)
+    for round in 0..<20 {
+      for value in 0..<10 { send(theirs, [UInt8(round), UInt8(value)]) }
+      reader.drain(mine)
+      // Everything sent before the drain has been handed over when it returns.
+      #expect(received.values.withLock { $0.count } == (round + 1) * 10)
+    }
+    var expected: [[UInt8]] = []
+    for round in 0..<20 {
+      for value in 0..<10 { expected.append([UInt8(round), UInt8(value)]) }
+    }
+    #expect(received.values.withLock { $0 } == expected)
+  }
+
+  @Test("after stop a socket is refused and closed")
+  func stopped() async throws {
+    let reader = try DatagramReader(name: "test-reader")
+    reader.stop()
+    try await Task.sleep(for: .milliseconds(50))
+    let (mine, theirs) = try socketPair()
+    defer { close(theirs) }
+    let received = Received()
+    let added = reader.add(mine, receive: received.receive, closed: received.closed)
+    #expect(!added)
+    var probe = pollfd(fd: theirs, events: Int16(POLLIN), revents: 0)
+    #expect(poll(&probe, 1, 1000) == 1)
+    #expect(probe.revents & Int16(POLLHUP) != 0)
+  }
+}
