@@ -34,9 +34,18 @@ extension GATTBridge {
       return notified(characteristic, value, now: now)
     case .notifyingChanged(let characteristic, let on):
       guard var link = links[characteristic.address] else { return [] }
+      let changed = link.notifying.contains(characteristic) != on
       if on { link.notifying.insert(characteristic) } else { link.notifying.remove(characteristic) }
       links[characteristic.address] = link
-      return []
+      // The stack changed it on its own (no operation of ours on it): say so on the result
+      // topic, `"cause":"stack"`. Changes while the link is not ready are part of connecting
+      // or disconnecting and say nothing.
+      guard changed, link.state == .ready, !active.contains(characteristic) else { return [] }
+      let object: JSONObject = [
+        "op": "notify", "status": "ok", "notifying": .bool(on), "cause": "stack",
+        "gw": .string(topics.gateway.rawValue),
+      ]
+      return resultOutputs(path(characteristic, link.id), object, reply: nil)
     }
   }
 

@@ -286,6 +286,24 @@ struct GATTBridgeOperationTests {
     #expect(h.results(battery).last?["error"] == "in_progress")
   }
 
+  @Test("a notification state the stack changes on its own is published with cause stack, once")
+  func notifyStateFromStack() throws {
+    var h = readyHarness()
+    let hr = H.path(H.heartRate, H.heartRateMeasurement)
+    let id = H.id(H.heartRate, H.heartRateMeasurement)
+    let on = try #require(h.send(.notify(hr), "on").operations.first)
+    // The stack's own signal while our operation runs is that operation's: no second result.
+    #expect(h.event(.notifyingChanged(id, true)).isEmpty)
+    h.finish(on)
+    let results = h.results(hr).count
+    #expect(h.event(.notifyingChanged(id, true)).isEmpty)  // no change
+    h.event(.notifyingChanged(id, false))
+    #expect(h.results(hr).count == results + 1)
+    #expect(h.results(hr).last?["notifying"] == false)
+    #expect(h.results(hr).last?["cause"] == "stack")
+    #expect(h.results(hr).last?["status"] == "ok")
+  }
+
   @Test("notify operations carry the method of the first matching rule, else the default")
   func notifyMethods() throws {
     var h = readyHarness(
