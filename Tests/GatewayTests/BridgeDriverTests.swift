@@ -33,6 +33,8 @@ private final class StuckDiscoveryCentral: BLECentral {
 private struct EchoBridge: DrivenBridge {
   var ticks = 0
   var offsets: [Double] = []
+  /// Events fed by ``BridgeDriver/follow(_:prime:_:)``, by step.
+  var steps: [[String]] = []
 
   static func action(for output: String, qos: MQTTQoS) -> DriverAction<String> {
     output.hasPrefix("cmd:")
@@ -124,6 +126,55 @@ struct BridgeDriverTests {
     #expect(driver.droppedCommands == 2)
     #expect(await eventually(timeout: 5) { collector.messages.count == 5 })
     #expect(collector.messages.map(\.topic) == (1...5).map { "echo/\($0)" })
+  }
+
+  @Test("follow: events before the snapshot wait for it; each batch is fed in one step, in order")
+  func followHoldsUntilSnapshot() async throws {
+    let client = try MQTTClient(
+      configuration: MQTTClientConfiguration(host: "127.0.0.1", port: 1, clientID: "unused"),
+      logger: quietLogger("unused"))
+    let driver = BridgeDriver(
+      bridge: EchoBridge(), clock: .system, client: client, qos: .atMostOnce,
+      logger: quietLogger("driver"))
+    let hub = EventHub<String>(bufferSize: 1)
+    let (gate, open) = AsyncStream.makeStream(of: Void.self)
+    let priming = Atomic<Bool>(false)
+    let following = Task {
+      await driver.follow(
+        { hub.attach($0) },
+        prime: {
+          priming.store(true, ordering: .relaxed)
+          for await _ in gate { break }
+          return ["snapshot"]
+        },
+        { bridge, event, _ in
+          if bridge.steps.isEmpty || bridge.steps[bridge.steps.count - 1].last == "end" {
+            bridge.steps.append([])
+          }
+          bridge.steps[bridge.steps.count - 1].append(event)
+          return []
+        })
+    }
+    defer { following.cancel() }
+    #expect(await eventually(timeout: 5) { priming.load(ordering: .relaxed) })
+    // Batches that arrive while the snapshot is being taken are held, not fed.
+    hub.yield(contentsOf: ["a", "b"])
+    hub.yield(contentsOf: ["c", "end"])
+    #expect(driver.read { $0.steps }.isEmpty)
+    open.yield()
+    #expect(await eventually(timeout: 5) { !driver.read { $0.steps }.isEmpty })
+    // The snapshot first, then what was held, in one step.
+    #expect(driver.read { $0.steps } == [["snapshot", "a", "b", "c", "end"]])
+    // Afterwards each batch is one step, fed on the producer's thread before yield returns.
+    hub.yield(contentsOf: ["d", "e", "end"])
+    hub.yield(contentsOf: ["f", "end"])
+    #expect(
+      driver.read { $0.steps } == [
+        ["snapshot", "a", "b", "c", "end"], ["d", "e", "end"], ["f", "end"],
+      ])
+    // The producer's end ends `follow`.
+    hub.finish()
+    await following.value
   }
 
   @Test("the clock: a wall-clock jump of +1 h or -1 h moves timestamps, not time")

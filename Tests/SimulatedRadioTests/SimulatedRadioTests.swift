@@ -1,4 +1,5 @@
 import BridgeCore
+import Synchronization
 import Testing
 
 @testable import SimulatedRadio
@@ -52,6 +53,28 @@ struct SimulatedRadioTests {
         #expect(error.code == .unknownAdapter)
       }
     }
+  }
+
+  @Test("events are delivered in batches, one per event_interval, on the radio's thread")
+  func batches() async throws {
+    // 200 devices advertising every 50 ms: about 200 advertisements per 50 ms batch.
+    let radio = SimulatedRadio(
+      world: SimulatedWorld(
+        advertisingInterval: 0.05, eventInterval: 0.05,
+        devices: [.init(kind: .battery, count: 200, name: "b")]))
+    let sizes = Mutex<[Int]>([])
+    let subscription = radio.attach(
+      EventSink(receive: { batch in sizes.withLock { $0.append(batch.count) } }))
+    defer { subscription.cancel() }
+    try await running(radio) {
+      try await radio.startDiscovery(adapter: "hci0", filter: DiscoveryFilter())
+      try await Task.sleep(for: .seconds(1))
+    }
+    let seen = sizes.withLock { $0 }
+    let total = seen.reduce(0, +)
+    #expect(total >= 200)
+    // Far fewer deliveries than events: batches, not one call per event.
+    #expect(seen.count * 10 <= total, "\(seen.count) batches for \(total) events")
   }
 
   @Test("a connection slower than its timeout fails with timeout; a patient one connects")

@@ -8,6 +8,9 @@
 #   notifications  a sensor sends NOTIFICATIONS heart-rate notifications at RATE/s; the bridge
 #                  connects, turns notifications on, publishes each value (hex). Measured from
 #                  the WARMUP-th value on MQTT to the last one: CPU / values in between.
+#   notifications, flat out  the same with the sensor notifying as fast as the link takes them
+#                  (each notification awaited): the highest rate both bridges must sustain
+#                  without loss.
 #   advertisements BEACONS beacons each start a new advertisement (new manufacturer data)
 #                  every BEACON_INTERVAL s for WINDOW s; the bridge publishes each one.
 #                  Measured over the window (and until the bridge's output stops): CPU / the
@@ -136,8 +139,8 @@ async def quiet(count, bridge, kind: str, settle: float = 3.0, limit: float = 60
             last, since = count(), time.monotonic()
 
 
-async def notification_run(lab, mqtt, kind: str) -> dict:
-    sensor = await lab.peer("sensor", hr_rate=RATE, hr_count=NOTIFICATIONS, hr_steady=True)
+async def notification_run(lab, mqtt, kind: str, rate: float = RATE) -> dict:
+    sensor = await lab.peer("sensor", hr_rate=rate, hr_count=NOTIFICATIONS, hr_steady=True)
     dev = sensor.address.replace(":", "").upper()
     topic = f"gatt2mqtt/{dev}/gatt/180d/2a37"
     mark = mqtt.mark()
@@ -151,7 +154,7 @@ async def notification_run(lab, mqtt, kind: str) -> dict:
         def finished() -> bool:
             return len(got()) >= NOTIFICATIONS or bool(sensor.events("hr_done"))
 
-        await wait_until(finished, lab.timeout(NOTIFICATIONS / RATE * 5 + 60), bridge, kind,
+        await wait_until(finished, lab.timeout(NOTIFICATIONS / (rate or RATE) * 5 + 60), bridge, kind,
                          f"{NOTIFICATIONS} heart-rate values")
         if len(got()) < NOTIFICATIONS:  # the sensor is done: let the rest drain
             await quiet(lambda: len(got()), bridge, kind, settle=5)
@@ -223,22 +226,24 @@ def table(results: dict) -> str:
              f"broker: the benchmark's own mosquitto (port {BROKER_PORT})"]
     phases = {
         "notifications": f"notification ({NOTIFICATIONS} heart-rate notifications at {RATE}/s)",
+        "notifications_fast": (f"notification ({NOTIFICATIONS} heart-rate notifications as fast as "
+                               "the link takes them)"),
         "advertisements": (f"advertisement ({BEACONS} beacons, a new one every {BEACON_INTERVAL} s "
                            f"each, {WINDOW} s)"),
     }
     for phase, title in phases.items():
-        runs = results[phase]
+        runs = results.get(phase, {})
         lines += ["", f"CPU per {title}", f"  {'':22}{'gatt2mqtt':>16}{'baseline':>16}{'baseline/gatt2mqtt':>22}"]
         if any("error" in runs.get(k, {"error": "not run"}) for k in BRIDGES):
             for k in BRIDGES:
                 r = runs.get(k, {"error": "not run"})
                 lines.append(f"  {k}: " + (r["error"] if "error" in r else "ok"))
         ok = {k: runs[k] for k in BRIDGES if k in runs and "error" not in runs[k]}
-        for what in ("bridge",) + DAEMONS:
+        for what in ("bridge",) + DAEMONS + ("whole stack",):
             cells, per = [], {}
             for k in BRIDGES:
                 if k in ok and ok[k]["events"] > 0:
-                    per[k] = ok[k]["cpu_s"][what] / ok[k]["events"]
+                    per[k] = cpu_of(ok[k], what) / ok[k]["events"]
                     cells.append(f"{ms(per[k]):>16}")
                 else:
                     cells.append(f"{'-':>16}")
@@ -248,19 +253,23 @@ def table(results: dict) -> str:
                 ratio = "gatt2mqtt: 0 ticks"
             else:
                 ratio = "-"
-            label = "bridge process" if what == "bridge" else what
+            label = {"bridge": "bridge process",
+                     "whole stack": "whole stack (bridge+bluetoothd+dbus-daemon)"}.get(what, what)
+            if what == "whole stack":
+                lines.append(f"  {label}")
+                label = ""
             lines.append(f"  {label:22}{''.join(cells)}{ratio:>22}")
         cells = []
         for k in BRIDGES:
             if k in ok:
                 r = ok[k]
                 text = f"{r['forwarded']}/{r.get('expected', r['events'])}"
-                if phase == "notifications" and not r["in_order"]:
+                if phase.startswith("notifications") and not r["in_order"]:
                     text += " unordered"
                 cells.append(f" {text:>15}")
             else:
                 cells.append(f"{'-':>16}")
-        label = "forwarded/sent" if phase == "notifications" else "forwarded/offered"
+        label = "forwarded/sent" if phase.startswith("notifications") else "forwarded/offered"
         lines.append(f"  {label:22}{''.join(cells)}")
         cells = [f"{ok[k]['events']:>16}" if k in ok else f"{'-':>16}" for k in BRIDGES]
         lines.append(f"  {'measured over':22}{''.join(cells)}")
@@ -269,7 +278,34 @@ def table(results: dict) -> str:
         cells = [f"{ok[k]['events'] / max(ok[k]['wall_s'], 0.001):>14.1f}/s" if k in ok else f"{'-':>16}"
                  for k in BRIDGES]
         lines.append(f"  {'rate':22}{''.join(cells)}")
+    lines.append("")
+    lines += ratio_lines(results)
     return "\n".join(lines) + "\n"
+
+
+def cpu_of(run: dict, what: str) -> float:
+    """CPU seconds of one process row, or of the whole stack a bridge uses."""
+    if what == "whole stack":
+        return sum(run["cpu_s"][k] for k in ("bridge", "bluetoothd", "dbus-daemon"))
+    return run["cpu_s"][what]
+
+
+def ratio_lines(results: dict) -> list[str]:
+    """The result lines (issue 14): baseline / gatt2mqtt at RATE/s, gateway and whole stack."""
+    lines = []
+    for phase, name in (("notifications", "notification"), ("advertisements", "advertisement")):
+        runs = results.get(phase, {})
+        for what, label in (("bridge", "gateway"), ("whole stack", "whole-stack")):
+            per = {}
+            for k in BRIDGES:
+                r = runs.get(k, {})
+                if "error" not in r and r.get("events", 0) > 0:
+                    per[k] = cpu_of(r, what) / r["events"]
+            if len(per) == 2 and per["gatt2mqtt"] > 0:
+                lines.append(f"{name} {label} ratio: {per['baseline'] / per['gatt2mqtt']:.1f}x")
+            else:
+                lines.append(f"{name} {label} ratio: not measured")
+    return lines
 
 
 async def start_broker(lab):
@@ -310,10 +346,10 @@ async def measure(lab, mqtt, bridges):
                                 "beacons": BEACONS, "beacon_interval": BEACON_INTERVAL,
                                 "window_s": WINDOW, "clk_tck": CLK_TCK,
                                 "gateway": lab.gateway_path},
-                     "notifications": {}, "advertisements": {}}
+                     "notifications": {}, "notifications_fast": {}, "advertisements": {}}
     if not lab.gateway_path:
-        results["notifications"]["gatt2mqtt"] = results["advertisements"]["gatt2mqtt"] = {
-            "error": "no gateway given (lab/run --gateway PATH)"}
+        for phase in ("notifications", "notifications_fast", "advertisements"):
+            results[phase]["gatt2mqtt"] = {"error": "no gateway given (lab/run --gateway PATH)"}
 
     def save() -> None:
         (lab.dir / "benchmark.json").write_text(json.dumps(results, indent=1))
@@ -328,6 +364,18 @@ async def measure(lab, mqtt, bridges):
         lab.log("notifications:", kind, results["notifications"][kind])
         save()
 
+    for kind in bridges:
+        lab.log("notifications flat out:", kind)
+        try:
+            results["notifications_fast"][kind] = await notification_run(lab, mqtt, kind, rate=0)
+            r = results["notifications_fast"][kind]
+            if r["forwarded"] < NOTIFICATIONS or not r["in_order"]:
+                r["error"] = f"lost or reordered: {r['forwarded']}/{NOTIFICATIONS}, in order {r['in_order']}"
+        except LabError as e:
+            results["notifications_fast"][kind] = {"error": str(e)}
+        lab.log("notifications flat out:", kind, results["notifications_fast"][kind])
+        save()
+
     beacons = [await lab.peer("beacon", interval=0) for _ in range(BEACONS)]
     for kind in bridges:
         lab.log("advertisements:", kind)
@@ -339,6 +387,6 @@ async def measure(lab, mqtt, bridges):
         save()
 
     lab.log("\n" + table(results))
-    failed = [f"{phase} {k}: {r['error']}" for phase in ("notifications", "advertisements")
+    failed = [f"{phase} {k}: {r['error']}" for phase in ("notifications", "notifications_fast", "advertisements")
               for k, r in results[phase].items() if "error" in r]
     lab.check(not failed, "; ".join(failed))

@@ -1,4 +1,4 @@
-"""The sensor's process is killed and restarted (same address) 10 times: each time the gateway reconnects and re-arms notifications from the retained /notify (one subscription per connection, every value once); connection/set disconnected tears down in order and stays away, connected brings it back."""
+"""The sensor's process is killed and restarted (same address) 10 times: each time the gateway reconnects and re-arms notifications from the retained /notify (through AcquireNotify's socket each time) (one subscription per connection, every value once); connection/set disconnected tears down in order and stays away, connected brings it back."""
 
 import asyncio
 import json
@@ -74,6 +74,8 @@ mqtt:
   port: 1883
 gateway:
   id: lab
+log:
+  level: debug
 bluetooth:
   radio: bluez
   adapter: {lab.adapter}
@@ -119,4 +121,10 @@ bluetooth:
     mark_peer = sensor.mark()
     mqtt.publish(f"{connection}/set", json.dumps({"state": "connected"}))
     await connected_and_armed(sensor, mark, "connection/set connected", peer_mark=mark_peer)
+    # Every connection re-acquired the heart rate's notification socket (the default method).
+    log = gateway.log_path.read_text(errors="replace")
+    acquired = [line for line in log.splitlines()
+                if "notifications through AcquireNotify" in line and "180d/2a37" in line]
+    lab.check(len(acquired) >= ROUNDS + 2,
+              f"heart rate acquired {len(acquired)} times over {ROUNDS + 2} connections")
     lab.check(gateway.running, "the gateway kept running")

@@ -12,7 +12,10 @@ notifications a subscription gets (0 = unlimited); it applies to the next subscr
 --hr-steady paces by the clock (notification n at n/rate s after the subscription, catching up
 after a delay) instead of sleeping 1/rate after each one, which under emulation gives well
 under the asked rate.
-Events: subscribed/unsubscribed {char}, battery_read, hr_done {sent, seconds}.
+--alert adds a custom service with an indicate-only characteristic (uuids.ALERT_LEVEL): each
+subscription gets --alert-count indications, the sequence number as uint16 LE, 10 per second.
+Events: subscribed/unsubscribed {char}, battery_read, hr_done {sent, seconds},
+alert_done {sent}.
 """
 
 from __future__ import annotations
@@ -68,16 +71,25 @@ class Sensor(common.Peripheral):
             0,
             hr_value(0),
         )
-        device.add_services([
+        services = [
             Service(uuids.BATTERY_SERVICE, [self.battery]),
             Service(uuids.HEART_RATE_SERVICE, [self.hr]),
-        ])
+        ]
+        if self.args.alert:
+            self.alert = Characteristic(uuids.ALERT_LEVEL, Characteristic.Properties.INDICATE, 0, bytes(2))
+            services.append(Service(uuids.ALERT_SERVICE, [self.alert]))
+            self.alert.on("subscription", lambda conn, n, i: self.on_subscription(conn, "alert", i))
+        device.add_services(services)
         self.battery.on("subscription", lambda conn, n, i: self.on_subscription(conn, "battery", n))
         self.hr.on("subscription", lambda conn, n, i: self.on_subscription(conn, "hr", n))
 
     def on_subscription(self, connection, which: str, enabled: bool) -> None:
         emit("subscribed" if enabled else "unsubscribed", char=which,
              peer=str(connection.peer_address))
+        if which == "alert":
+            if enabled:
+                asyncio.get_running_loop().create_task(self.alerts(connection))
+            return
         if which != "hr":
             return
         old = self.streams.pop(connection.handle, None)
@@ -107,6 +119,17 @@ class Sensor(common.Peripheral):
         except Exception as e:  # noqa: BLE001 - the link went away
             emit("hr_stopped", sent=seq, error=str(e))
 
+    async def alerts(self, connection) -> None:
+        sent = 0
+        try:
+            for seq in range(self.args.alert_count):
+                await self.device.indicate_subscriber(connection, self.alert, seq.to_bytes(2, "little"))
+                sent += 1
+                await asyncio.sleep(0.1)
+            emit("alert_done", sent=sent)
+        except Exception as e:  # noqa: BLE001 - the link went away
+            emit("alert_stopped", sent=sent, error=str(e))
+
     def on_disconnection(self, connection, reason):
         task = self.streams.pop(connection.handle, None)
         if task:
@@ -131,4 +154,6 @@ if __name__ == "__main__":
     p.add_argument("--hr-count", type=int, default=0, help="notifications per subscription (0 = unlimited)")
     p.add_argument("--hr-steady", action="store_true",
                    help="pace notifications by the clock (n/rate after the subscription)")
+    p.add_argument("--alert", action="store_true", help="add the indicate-only alert characteristic")
+    p.add_argument("--alert-count", type=int, default=20, help="indications per subscription")
     common.main(Sensor, p.parse_args())

@@ -1,0 +1,116 @@
+"""Notifications over AcquireNotify's socket by default: 2,000 heart-rate values at 50/s in order, none lost, through the socket (gateway log); an indicate-only characteristic falls back to StartNotify by itself (BlueZ 5.66 refuses the socket for it) and delivers every indication; a characteristic a notify_methods rule forces to start never asks for the socket; the stack turning notifications off by itself (the peer disconnects) is followed by a ready link re-armed through the socket again."""
+
+from labkit import uuids
+from procs import LabError
+
+ROWS = "C7"
+TIMEOUT = 480
+
+HR_COUNT = 2000
+HR_RATE = 50  # per second: 40 s of notifications
+ALERT_COUNT = 20
+
+
+def topic(dev: str, service: str, characteristic: str) -> str:
+    return f"gatt2mqtt/{dev}/gatt/{uuids.long_form(service) if len(service) > 4 else service.lower()}/" \
+           f"{uuids.long_form(characteristic) if len(characteristic) > 4 else characteristic.lower()}"
+
+
+def lines(log: str, message: str) -> list[str]:
+    """The gateway's log lines with `message` (metadata comes before the message)."""
+    return [line for line in log.splitlines() if message in line]
+
+
+async def run(lab):
+    sensor = await lab.peer("sensor", hr_rate=HR_RATE, hr_count=HR_COUNT, hr_steady=True,
+                            alert=True, alert_count=ALERT_COUNT)
+    dev = sensor.address.replace(":", "").upper()
+    mqtt = await lab.mqtt(subscribe="gatt2mqtt/#")
+    hr = topic(dev, uuids.HEART_RATE_SERVICE, uuids.HEART_RATE_MEASUREMENT)
+    alert = topic(dev, uuids.ALERT_SERVICE, uuids.ALERT_LEVEL)
+    battery = topic(dev, uuids.BATTERY_SERVICE, uuids.BATTERY_LEVEL)
+    for t in (hr, alert, battery):
+        mqtt.publish(f"{t}/notify", "on", retain=True)
+    mark = mqtt.mark()
+    gateway = await lab.gateway(f"""
+mqtt:
+  host: 127.0.0.1
+  port: 1883
+gateway:
+  id: lab
+log:
+  level: debug
+bluetooth:
+  radio: bluez
+  adapter: {lab.adapter}
+  connect:
+    addresses: ["{sensor.address}"]
+  gatt:
+    notify_methods: ["*/180f/2a19=start"]
+""")
+    connection = f"gatt2mqtt/{dev}/connection"
+    await mqtt.expect(connection, after=mark, where=lambda m: m.json().get("state") == "ready", timeout=180)
+
+    def values(t: str, after: int) -> list:
+        return mqtt.received(t, after=after)
+
+    # Heart rate: every value once, in order, through the socket.
+    try:
+        await mqtt.expect(hr, after=mark, where=lambda m: len(values(hr, mark)) >= HR_COUNT,
+                          timeout=HR_COUNT / HR_RATE * 4 + 60)
+    except LabError:
+        raise LabError(f"only {len(values(hr, mark))} of {HR_COUNT} heart-rate values published "
+                       f"(sensor: {sensor.events('hr_done') or sensor.events('hr_stopped')})") from None
+    got = values(hr, mark)
+    dt = got[-1].t - got[0].t
+    lab.log(f"{len(got)} heart-rate values in {dt:.1f} s ({len(got) / max(dt, 0.001):.0f}/s)")
+    done = await sensor.wait("hr_done", timeout=30)
+    lab.check(done["sent"] == HR_COUNT, f"sensor sent {done['sent']}")
+    seqs = [int.from_bytes(bytes.fromhex(m.text)[2:4], "little") for m in got]
+    lab.check(seqs == list(range(HR_COUNT)),
+              f"values out of order, lost or repeated: first bad index "
+              f"{next((i for i, s in enumerate(seqs) if s != i), len(seqs))}")
+
+    # The indicate-only characteristic: every indication once, in order, over StartNotify.
+    try:
+        await mqtt.expect(alert, after=mark, where=lambda m: len(values(alert, mark)) >= ALERT_COUNT,
+                          timeout=60)
+    except LabError:
+        raise LabError(f"only {len(values(alert, mark))} of {ALERT_COUNT} indications published") from None
+    alerts = [int.from_bytes(bytes.fromhex(m.text), "little") for m in values(alert, mark)]
+    lab.check(alerts == list(range(ALERT_COUNT)), f"indications {alerts}")
+
+    # The battery level (forced to start by the rule): a value arrives when it changes.
+    mark_battery = mqtt.mark()
+    sensor.send("battery", level=42)
+    m = await mqtt.expect(battery, after=mark_battery, timeout=30)
+    lab.check(m.text == "2a", f"battery value {m.text}")
+
+    # Which method served which characteristic: the gateway's debug log says.
+    log = gateway.log_path.read_text(errors="replace")
+    acquired = lines(log, "notifications through AcquireNotify")
+    refused = lines(log, "AcquireNotify refused, using StartNotify")
+    lab.check(any("180d/2a37" in line for line in acquired),
+              f"heart rate not through AcquireNotify: {acquired}")
+    lab.check(any(uuids.ALERT_LEVEL.lower() in line for line in refused),
+              f"the indicate-only characteristic did not fall back: {refused}")
+    lab.check(not any("180f/2a19" in line for line in acquired + refused),
+              "the battery level asked for the socket although a rule forces start")
+    lab.log(f"AcquireNotify: {len(acquired)} socket(s); fallbacks: {len(refused)}")
+
+    # The peer drops the link: the socket ends with it; the gateway reconnects and re-acquires.
+    mark = mqtt.mark()
+    sensor.send("hr", rate=HR_RATE, count=100)
+    sensor.send("disconnect")
+    await mqtt.expect(connection, after=mark, where=lambda m: m.json().get("state") != "ready", timeout=60)
+    await mqtt.expect(connection, after=mark, where=lambda m: m.json().get("state") == "ready", timeout=120)
+    try:
+        await mqtt.expect(hr, after=mark, where=lambda m: len(values(hr, mark)) >= 100, timeout=60)
+    except LabError:
+        raise LabError(f"after the reconnection: {len(values(hr, mark))} of 100 values") from None
+    seqs = [int.from_bytes(bytes.fromhex(m.text)[2:4], "little") for m in values(hr, mark)]
+    lab.check(seqs == list(range(100)), f"after the reconnection: values {seqs[:10]}…")
+    log = gateway.log_path.read_text(errors="replace")
+    again = [line for line in lines(log, "notifications through AcquireNotify") if "180d/2a37" in line]
+    lab.check(len(again) >= 2, f"heart rate not re-acquired after the reconnection: {again}")
+    lab.check(gateway.running, "the gateway kept running")
