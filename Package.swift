@@ -17,6 +17,7 @@ let package = Package(
     .library(name: "DBus", targets: ["DBus"]),
     .library(name: "BlueZ", targets: ["BlueZ"]),
     .library(name: "SimulatedRadio", targets: ["SimulatedRadio"]),
+    .library(name: "Gateway", targets: ["Gateway"]),
   ],
   dependencies: [
     .package(
