@@ -72,13 +72,7 @@ public final class EventHub<Event: Sendable>: Sendable {
   public func subscribe() -> AsyncStream<Event> {
     let (stream, continuation) = AsyncStream.makeStream(
       of: Event.self, bufferingPolicy: .bufferingNewest(bufferSize))
-    let id: UInt64? = state.withLock { state in
-      guard !state.finished else { return nil }
-      state.nextID += 1
-      state.subscribers[state.nextID] = continuation
-      return state.nextID
-    }
-    guard let id else {
+    guard let id = register({ $0.subscribers[$1] = continuation }) else {
       continuation.finish()
       return stream
     }
@@ -94,18 +88,22 @@ public final class EventHub<Event: Sendable>: Sendable {
   /// - Returns: The attachment; cancel it to detach. A hub already finished calls
   ///   ``EventSink/finish`` at once.
   public func attach(_ sink: EventSink<Event>) -> EventSubscription {
-    let id: UInt64? = state.withLock { state in
-      guard !state.finished else { return nil }
-      state.nextID += 1
-      state.sinks[state.nextID] = sink
-      return state.nextID
-    }
-    guard let id else {
+    guard let id = register({ $0.sinks[$1] = sink }) else {
       sink.finish()
       return EventSubscription {}
     }
     return EventSubscription { [weak self] in
       _ = self?.state.withLock { $0.sinks.removeValue(forKey: id) }
+    }
+  }
+
+  /// Adds a subscriber under a new id; `nil` once finished.
+  private func register(_ add: (inout State, UInt64) -> Void) -> UInt64? {
+    state.withLock { state in
+      guard !state.finished else { return nil }
+      state.nextID += 1
+      add(&state, state.nextID)
+      return state.nextID
     }
   }
 
@@ -153,4 +151,19 @@ public final class EventHub<Event: Sendable>: Sendable {
 
   /// Events dropped because a subscriber's buffer was full.
   public var dropped: Int { state.withLock { $0.dropped } }
+}
+
+extension AsyncStream where Element: Sendable {
+  /// Feeds this stream to a sink, one batch per element, from a task of its own, then finishes
+  /// the sink: for producers that only have a stream (test doubles). One consumer only.
+  ///
+  /// - Parameter sink: The receiver.
+  /// - Returns: The attachment; cancelling it stops the task.
+  public func pump(into sink: EventSink<Element>) -> EventSubscription {
+    let task = Task {
+      for await event in self { sink.receive([event]) }
+      sink.finish()
+    }
+    return EventSubscription { task.cancel() }
+  }
 }

@@ -48,14 +48,3 @@ actor FakeCentral: BLECentral {
 
   func failStarts(with error: CentralError?) { startError = error }
 }
-
-extension AsyncStream where Element: Sendable {
-  /// Feeds a fake's buffered events to a sink, one batch per event (one consumer only).
-  func pump(into sink: EventSink<Element>) -> EventSubscription {
-    let task = Task {
-      for await event in self { sink.receive([event]) }
-      sink.finish()
-    }
-    return EventSubscription { task.cancel() }
-  }
-}

@@ -92,14 +92,3 @@ final class FakeGATTCentral: GATTCentral {
     }
   }
 }
-
-extension AsyncStream where Element: Sendable {
-  /// Feeds a fake's buffered events to a sink, one batch per event (one consumer only).
-  func pump(into sink: EventSink<Element>) -> EventSubscription {
-    let task = Task {
-      for await event in self { sink.receive([event]) }
-      sink.finish()
-    }
-    return EventSubscription { task.cancel() }
-  }
-}
