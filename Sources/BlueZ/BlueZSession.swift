@@ -97,6 +97,24 @@ public actor BlueZSession {
     clients.withLock { $0.append(client) }
   }
 
+  /// Whether the bus thread and the bus answer: `org.freedesktop.DBus.Peer.Ping` to the bus
+  /// daemon within `timeout` (a service manager's watchdog). Without a connection (the bus is
+  /// being reconnected with backoff) that is no hang: `true`.
+  ///
+  /// - Parameter timeout: The longest wait.
+  /// - Returns: `false` when a connection exists and the ping failed or did not come back.
+  public func ping(timeout: Duration) async -> Bool {
+    guard let connection else { return true }
+    do {
+      _ = try await connection.call(
+        destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+        interface: "org.freedesktop.DBus.Peer", member: "Ping", timeout: timeout)
+      return true
+    } catch {
+      return self.connection !== connection  // the connection closed meanwhile: not a hang
+    }
+  }
+
   /// Runs until the task is cancelled: connects, follows bluetoothd, reconnects with backoff.
   /// Tells the clients ``BlueZSessionEvent/closed`` when a connection ends.
   public func run() async {

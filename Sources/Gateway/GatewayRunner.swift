@@ -17,7 +17,7 @@ public enum GatewayRunner {
     let radio = try makeRadio(configuration, logger: logger)
     let service = try GatewayService(
       configuration: configuration, logger: logger, central: radio.central,
-      peripheral: radio.peripheral)
+      peripheral: radio.peripheral, liveness: radio.liveness)
     // The radio first in the list, so it stops last: the gateway publishes `offline` and
     // withdraws its service before the Bluetooth side goes away.
     var services = radio.services
@@ -88,6 +88,8 @@ public enum GatewayRunner {
     public var peripheral: (any BLEPeripheral)?
     /// Services to run before the gateway's (they stop after it).
     public var services: [ServiceGroupConfiguration.ServiceConfiguration]
+    /// Checks that the radio's own threads answer (the systemd watchdog's; none by default).
+    public var liveness: [@Sendable () async -> Bool] = []
   }
 
   /// Builds the radio `bluetooth.radio` asks for.
@@ -128,7 +130,8 @@ public enum GatewayRunner {
         .init(service: RadioService { await session.run() }),
         .init(service: RadioService { await central.run() }),
         .init(service: RadioService { await peripheral.run() }),
-      ])
+      ],
+      liveness: [{ await session.ping(timeout: .seconds(5)) }])
   }
 
   /// The simulated world in `path` (YAML), or the built-in one.

@@ -19,8 +19,12 @@ public final class GatewayService: Service, Sendable {
   public let topics: Topics
   /// The MQTT client the gateway publishes through.
   public let client: MQTTClient
+  /// Checks that the radio's own threads answer (the systemd watchdog's).
+  let liveness: [@Sendable () async -> Bool]
+  /// The service manager's notification socket.
+  let notifier: SystemdNotifier
   private let configuration: GatewayConfiguration
-  private let logger: Logger
+  let logger: Logger
   private let started = ContinuousClock.now
   private let startedAt = Date()
   private let router = BridgeRequestRouter()
@@ -34,7 +38,7 @@ public final class GatewayService: Service, Sendable {
   private let peripheralCommands: AsyncStream<PeripheralCommand>.Continuation
   private static let peripheralCommandLimit = 16
   private let centralRole: CentralRoleService?
-  private let peripheralRole: PeripheralRoleService?
+  let peripheralRole: PeripheralRoleService?
 
   /// Creates the gateway from a loaded configuration.
   /// - Parameters:
@@ -42,13 +46,18 @@ public final class GatewayService: Service, Sendable {
   ///   - logger: the gateway's logger.
   ///   - central: the BLE central for the discovery half, or nil to run the MQTT side only.
   ///   - peripheral: the BLE peripheral for the peripheral role, or nil for none.
+  ///   - liveness: Checks that the radio's own threads answer, for the systemd watchdog.
+  ///   - notifier: The service manager's notification socket (from the environment).
   /// - Throws: ``GatewayError`` when the base topic or the MQTT settings are unusable.
   public init(
     configuration: GatewayConfiguration, logger: Logger, central: (any BLECentral)? = nil,
-    peripheral: (any BLEPeripheral)? = nil
+    peripheral: (any BLEPeripheral)? = nil, liveness: [@Sendable () async -> Bool] = [],
+    notifier: SystemdNotifier = SystemdNotifier()
   ) throws(GatewayError) {
     self.configuration = configuration
     self.logger = logger
+    self.liveness = liveness
+    self.notifier = notifier
     (peripheralCommandStream, peripheralCommands) = AsyncStream.makeStream(
       bufferingPolicy: .bufferingOldest(Self.peripheralCommandLimit))
     let gateway = GatewayID(
@@ -135,6 +144,7 @@ public final class GatewayService: Service, Sendable {
       group.addTask { await self.refuseOverflow() }
       group.addTask { await self.publishHealth() }
       group.addTask { await self.logHealthOnSignal() }
+      group.addTask { await self.superviseForSystemd() }
       if let centralRole = self.centralRole {
         group.addTask { await centralRole.run() }
       }
@@ -143,6 +153,7 @@ public final class GatewayService: Service, Sendable {
         group.addTask { await self.servePeripheralCommands() }
       }
       duplicate = await untilStopped()
+      notifier.send("STOPPING=1\n" + SystemdNotifier.status("stopping"))
       if let centralRole = self.centralRole, centralRole.servesConnections {
         logger.info("closing Bluetooth connections")
         await centralRole.shutdown(timeout: 1)

@@ -103,6 +103,18 @@ public final class PeripheralRoleService: Sendable {
     driver.feed { bridge, _ in bridge.refuseText(code: code, message: message) }
   }
 
+  /// The role's state in a few words: `advertising, 2 subscribed`, `stopped`, `unavailable`.
+  public var stateName: String {
+    driver.read { bridge in
+      switch bridge.state {
+      case .advertising:
+        bridge.hasSubscribers ? "advertising, subscribed" : "advertising"
+      case .stopped: "stopped"
+      case .unavailable: "unavailable"
+      }
+    }
+  }
+
   /// Peripheral figures for the health message.
   public var healthJSON: JSONObject {
     driver.read { bridge in

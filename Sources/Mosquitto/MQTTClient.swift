@@ -87,6 +87,14 @@ public final class MQTTClient: Sendable {
     try await perform { waiter in .publish(message, waiter) }
   }
 
+  /// Returns once the client's loop thread has taken a command: proof that it is alive and not
+  /// stuck, whether or not the broker is reachable (a service manager's watchdog).
+  ///
+  /// - Throws: ``MQTTError`` `stopped` after shutdown, `cancelled` when the task is cancelled.
+  public func ping() async throws(MQTTError) {
+    try await perform { waiter in .ping(waiter) }
+  }
+
   /// Publishes a message without waiting; its fate shows in ``statistics``.
   public func enqueue(_ message: MQTTMessage) {
     core.send(.publish(message, nil))

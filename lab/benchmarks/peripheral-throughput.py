@@ -190,7 +190,25 @@ def table(results: dict) -> str:
             lines.append(
                 f"  {mtu:>4}  {label:<24}{r['chunk_size']:>6}{r['chunks']:>8}{r['elapsed_s']:>9.2f}s"
                 f"{r['bytes_per_s']:>11.0f}{r['chunks_per_s']:>10.1f}  {state:<8}{ratio:>7}")
+    lines.append("")
+    lines += ratio_lines(results)
     return "\n".join(lines) + "\n"
+
+
+def ratio_lines(results: dict) -> list[str]:
+    """The result lines (issue 14): per MTU, the best intact gatt2mqtt run's bytes/s over the
+    baseline's, from this run only; a run that lost chunks or changed the text never counts."""
+    lines = []
+    for mtu in MTUS:
+        runs = results.get(str(mtu), {})
+        base = runs.get("baseline", {})
+        intact = [r["bytes_per_s"] for key, r in runs.items()
+                  if key != "baseline" and "error" not in r and not r.get("lost") and r.get("intact")]
+        if base.get("bytes_per_s") and base.get("intact", True) and intact:
+            lines.append(f"transfer ratio mtu{mtu}: {max(intact) / base['bytes_per_s']:.2f}")
+        else:
+            lines.append(f"transfer ratio mtu{mtu}: not measured")
+    return lines
 
 
 async def run(lab):

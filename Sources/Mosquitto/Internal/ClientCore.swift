@@ -57,6 +57,8 @@ enum Command: Sendable {
   case retain(MQTTMessage)
   case forgetRetained(String)
   case shutdown([MQTTMessage], timeout: Double, Waiter)
+  /// Answer at once: proves the loop thread takes commands (a watchdog's liveness check).
+  case ping(Waiter)
   /// The owning client is gone: disconnect at once and end the thread.
   case stop
 }

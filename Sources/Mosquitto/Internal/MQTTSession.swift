@@ -188,6 +188,8 @@ struct MQTTSession {
       }
     case .forgetRetained(let topic):
       retained[topic] = nil
+    case .ping(let waiter):
+      answer(waiter, nil)
     case .stop:
       phase = .stopped
     case .shutdown(let finals, let timeout, let waiter):
@@ -368,6 +370,8 @@ struct MQTTSession {
     switch command {
     case .publish(_, let waiter), .subscribe(_, _, let waiter), .unsubscribe(_, let waiter):
       waiter?.resume(throwing: MQTTError(.stopped, "the MQTT client has stopped"))
+    case .ping(let waiter):
+      waiter.resume(throwing: MQTTError(.stopped, "the MQTT client has stopped"))
     case .shutdown(_, _, let waiter): waiter.resume()
     case .retain, .forgetRetained, .stop: break
     }
