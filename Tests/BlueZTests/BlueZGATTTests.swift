@@ -133,6 +133,26 @@ struct BlueZGATTTests {
     }
   }
 
+  @Test(
+    "ServicesResolved before the GATT objects (BlueZ 5.66 may flush them in that order): the tree comes again with every object"
+  )
+  func resolvedBeforeObjects() async throws {
+    try await PrivateBus.with { bus in
+      let fake = try await FakeBlueZ.start(on: bus)
+      let path = try await fake.addDevice(Self.deviceAddress)
+      let (central, events, task) = BlueZCentralTests.central(bus)
+      defer { task.cancel() }
+      try await events.next { if case .deviceAppeared = $0 { true } else { false } }
+      try await central.connect(Self.address, timeout: 5)
+      try await fake.change(path, "org.bluez.Device1", ["ServicesResolved": .bool(true)])
+      let early = try await events.next(where: Self.isResolved)
+      #expect(early == .servicesResolved(Self.address, GATTTree(services: [])))
+      _ = try await Self.exportGATT(fake, device: path)
+      try await events.next { $0 == .servicesResolved(Self.address, Self.expectedTree) }
+      await fake.stop()
+    }
+  }
+
   @Test("a device connected and resolved in the snapshot reports its tree after appearing")
   func snapshotTree() async throws {
     try await PrivateBus.with { bus in

@@ -194,7 +194,17 @@ struct BlueZObjectModel: Sendable {
         malformed += 1
       }
     }
-    if Self.hasGATTInterface(interfaces) { addGATTObject(path, interfaces) }
+    if Self.hasGATTInterface(interfaces) {
+      addGATTObject(path, interfaces)
+      // BlueZ 5.66 may signal ServicesResolved before it exports the GATT objects (both are
+      // queued for an idle flush, in either order): an object of a device already resolved
+      // brings its tree again, so that the bridge sees every service.
+      if let device = devices.values.first(where: { path.isDescendant(of: $0.path) }),
+        let resolved = resolvedEvent(device)
+      {
+        update.events.append(resolved)
+      }
+    }
     return update
   }
 
