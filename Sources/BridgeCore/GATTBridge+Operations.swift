@@ -133,6 +133,8 @@ extension GATTBridge {
     guard var link = links[address], link.state.isConnected || link.state == .connecting else {
       return []
     }
+    // The same tree again on a ready link (BlueZ re-reports it as objects appear): nothing new.
+    if link.state == .ready, link.tree == tree { return [] }
     var outputs: [GATTOutput] = []
     if !link.state.isConnected {
       outputs += linkUp(address, now: now)
@@ -155,7 +157,10 @@ extension GATTBridge {
       for characteristic in service.characteristics where characteristic.canNotify {
         let id = GATTCharacteristicID(
           address: address, service: service.uuid, characteristic: characteristic.uuid)
-        guard !done.contains(id), !link.notifying.contains(id) else { continue }
+        // Not twice: not when on already, nor while an operation on it runs or waits.
+        guard !done.contains(id), !link.notifying.contains(id), !active.contains(id),
+          queues[id]?.isEmpty ?? true
+        else { continue }
         done.insert(id)
         let path = path(id, link.id)
         let isTransfer = isTransferCharacteristic(id)

@@ -286,6 +286,29 @@ struct GATTBridgeOperationTests {
     #expect(h.results(battery).last?["error"] == "in_progress")
   }
 
+  @Test(
+    "a tree that grows while notifications are being armed: published again, nothing armed twice; the same tree again: nothing"
+  )
+  func treeGrowsWhileArming() throws {
+    typealias H = GATTHarness
+    var h = GATTHarness(.init(policy: ConnectionPolicy(addresses: [H.sensor])))
+    let hr = H.path(H.heartRate, H.heartRateMeasurement)
+    h.send(.notify(hr), "on")
+    // BlueZ said ServicesResolved when only the heart-rate service was exported.
+    let partial = GATTTree(services: H.tree.services.filter { $0.uuid == H.heartRate })
+    let arming = h.ready(tree: partial).operations
+    #expect(arming.map(\.kind) == [.notify(true)])
+    // The other objects appear while that StartNotify runs: the full tree, no second arming
+    // of the heart rate (the transfer characteristic, new in this tree, is armed).
+    let grown = h.event(.servicesResolved(H.sensor, H.tree))
+    #expect(
+      grown.operations.map(\.characteristic.characteristic)
+        == [GATTBridge.defaultTransferCharacteristic])
+    #expect(grown.publishedTopics.contains("gatt2mqtt/A4C1381E29DF/gatt"))
+    // The same tree again changes nothing.
+    #expect(h.event(.servicesResolved(H.sensor, H.tree)).isEmpty)
+  }
+
   @Test("a notification state the stack changes on its own is published with cause stack, once")
   func notifyStateFromStack() throws {
     var h = readyHarness()
