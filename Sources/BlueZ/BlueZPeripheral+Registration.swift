@@ -141,7 +141,9 @@ extension BlueZPeripheral {
         (paths.service, PeripheralObjects.service(definition)),
         (
           paths.characteristic,
-          PeripheralObjects.characteristic(definition, paths: paths, handlers: handlers)
+          PeripheralObjects.characteristic(
+            definition, paths: paths, handlers: handlers,
+            notifySocket: configuration.notifySocket)
         ),
       ]
       if let write = definition.writeCharacteristic {

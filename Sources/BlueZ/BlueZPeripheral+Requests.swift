@@ -31,6 +31,10 @@ extension BlueZPeripheral {
         try await self.stopNotify(call)
         return []
       },
+      acquireNotify: { [weak self] call in
+        guard let self else { throw Self.gone }
+        return try await self.acquireNotify(call)
+      },
       release: { [weak self] call in
         guard let self else { throw Self.gone }
         try await self.release(call)
@@ -73,7 +77,7 @@ extension BlueZPeripheral {
   /// the central and its MTU are unknown here.
   func startNotify(_ call: DBusMethodCall) throws(DBusError) {
     try checkCaller(call)
-    subscriptions += 1
+    subscribed.append(nil)
     hub.yield(.subscribed(central: nil, mtu: nil))
   }
 
@@ -86,11 +90,13 @@ extension BlueZPeripheral {
     endSubscriptions()
   }
 
-  /// Reports one ``PeripheralEvent/unsubscribed(central:)`` per subscription still counted.
+  /// Reports one ``PeripheralEvent/unsubscribed(central:)`` per subscription still counted and
+  /// lets go of an acquired socket.
   func endSubscriptions() {
-    let ended = subscriptions
-    subscriptions = 0
-    for _ in 0..<ended { hub.yield(.unsubscribed(central: nil)) }
+    releaseSocket()
+    let ended = subscribed
+    subscribed = []
+    for central in ended { hub.yield(.unsubscribed(central: central)) }
   }
 
   /// `LEAdvertisement1.Release()`: bluetoothd dropped the advertisement (timeout, adapter
@@ -106,7 +112,7 @@ extension BlueZPeripheral {
   }
 
   /// Only the current owner of `org.bluez` may call our methods.
-  private func checkCaller(_ call: DBusMethodCall) throws(DBusError) {
+  func checkCaller(_ call: DBusMethodCall) throws(DBusError) {
     guard let owner, call.sender == owner else {
       throw BlueZError.notAuthorized.reply("only bluetoothd may call \(call.member)")
     }

@@ -12,6 +12,8 @@ extension BlueZPeripheral: BlueZSessionClient {
       group.addTask { await self.registrationLoop() }
       await group.waitForAll()
     }
+    releaseSocket()
+    hangUpWatcher?.stop()
     hub.finish()
   }
 
@@ -40,6 +42,9 @@ extension BlueZPeripheral: BlueZSessionClient {
     case .signal(let signal):
       guard synced else { return }
       if adapters.apply(signal) { kick() }
+      // (not awaited here: the retirement may wait for bluetoothd to read what is queued,
+      // and the session's other clients wait for this handler)
+      if acquired != nil { Task { await self.retireSocketIfShared() } }
     case .closed:
       connection = nil
       dropStack()

@@ -1,6 +1,7 @@
 public import BridgeCore
 import DBus
 public import Logging
+import LoopSupport
 
 /// The ``BLEPeripheral`` port over BlueZ's D-Bus API: a GATT application registered with
 /// `GattManager1.RegisterApplication` and an LE advertisement registered with
@@ -153,11 +154,20 @@ public actor BlueZPeripheral: BLEPeripheral {
   var busy = false
   var lockWaiters: [CheckedContinuation<Void, Never>] = []
 
-  /// `StartNotify` calls since the last `StopNotify`: BlueZ 5.66 calls `StartNotify` for every
-  /// central that subscribes but `StopNotify` only when the last one leaves, so each
-  /// subscription reported is matched by one `unsubscribed` then.
-  var subscriptions = 0
-  var notifying: Bool { subscriptions > 0 }
+  /// Subscriptions since the last `StopNotify` (or the hang-up of the acquired socket), with
+  /// the central when BlueZ said which (`AcquireNotify`), `nil` when not (`StartNotify`):
+  /// BlueZ 5.66 calls `StartNotify` for every central that subscribes but `StopNotify` only
+  /// when the last one leaves, so each subscription reported is matched by one `unsubscribed`
+  /// then.
+  var subscribed: [BluetoothAddress?] = []
+  var notifying: Bool { !subscribed.isEmpty }
+  /// The socket bluetoothd took for the transfer characteristic's notifications, while it
+  /// holds it (see `BlueZPeripheral+NotifySocket.swift`).
+  var acquired: AcquiredNotify?
+  /// Numbers the acquired sockets, so that a late hang-up of an old one is recognised.
+  var acquisitions = 0
+  /// Watches acquired sockets for bluetoothd's hang-up; made at the first `AcquireNotify`.
+  var hangUpWatcher: DatagramReader?
   /// The last MTU reported per central, so each change is reported once.
   var knownMTU: [BluetoothAddress: Int] = [:]
   var counters = Statistics()
@@ -272,15 +282,21 @@ public actor BlueZPeripheral: BLEPeripheral {
     readValue = value
   }
 
-  /// Sends one notification: emits `PropertiesChanged(org.bluez.GattCharacteristic1,
-  /// {Value: value})` on the transfer characteristic; bluetoothd sends it to every subscribed
-  /// central, cut at MTU − 3 bytes and without back-pressure (the caller paces).
+  /// Sends one notification to every subscribed central: through the socket bluetoothd
+  /// acquired (`AcquireNotify`) when it holds one, waiting while the socket is full; otherwise
+  /// as `PropertiesChanged(org.bluez.GattCharacteristic1, {Value: value})` on the transfer
+  /// characteristic, without back-pressure (the caller paces). bluetoothd cuts each value at
+  /// the central's MTU − 3 bytes.
   ///
   /// - Parameter value: The notification's bytes.
+  /// - Returns: ``NotificationPath/flowControlled`` through the socket,
+  ///   ``NotificationPath/unpaced`` as a signal.
   /// - Throws: ``CentralError`` `unavailable` when the application is not registered,
   ///   `not_connected` when no central is subscribed (no `StartNotify` since the last
-  ///   `StopNotify`), or the bus's error.
-  public func notify(_ value: [UInt8]) async throws(CentralError) {
+  ///   `StopNotify`, or bluetoothd hung the socket up), `timeout` when the socket stayed full
+  ///   for ``BlueZPeripheralConfiguration/callTimeout``, or the bus's error.
+  @discardableResult
+  public func notify(_ value: [UInt8]) async throws(CentralError) -> NotificationPath {
     guard let registration, registration.applicationRegistered, registration.epoch == epoch,
       let connection, connection === registration.connection
     else {
@@ -288,6 +304,10 @@ public actor BlueZPeripheral: BLEPeripheral {
     }
     guard notifying else {
       throw CentralError(.notConnected, message: "no central is subscribed")
+    }
+    if acquired != nil { await retireSocketIfShared() }
+    if let acquired {
+      if let path = try await send(value, through: acquired) { return path }
     }
     do {
       try await connection.emitPropertiesChanged(
@@ -297,6 +317,7 @@ public actor BlueZPeripheral: BLEPeripheral {
       throw CentralError.bluez(error, operation: "notify")
     }
     counters.notifications += 1
+    return .unpaced
   }
 
   /// The counters now.

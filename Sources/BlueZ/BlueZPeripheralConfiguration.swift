@@ -25,6 +25,11 @@ public struct BlueZPeripheralConfiguration: Sendable, Hashable {
   public var reconnectDelay: Duration
   /// The longest delay between reconnection attempts (default 30 s).
   public var maxReconnectDelay: Duration
+  /// Whether the transfer characteristic offers bluetoothd a socket for its notifications
+  /// (`NotifyAcquired`, `AcquireNotify`; `peripheral.notify_socket`, default `true`): with one
+  /// central connected, chunks go through the socket at the rate bluetoothd takes them, with
+  /// the central's MTU; otherwise as `PropertiesChanged` signals, paced by the caller.
+  public var notifySocket: Bool
 
   /// Makes a configuration.
   ///
@@ -38,11 +43,13 @@ public struct BlueZPeripheralConfiguration: Sendable, Hashable {
   ///   - maxRetryDelay: The longest delay before registering again.
   ///   - reconnectDelay: The first reconnection delay.
   ///   - maxReconnectDelay: The longest reconnection delay.
+  ///   - notifySocket: Whether bluetoothd may take notifications through a socket.
   public init(
     busAddress: String? = nil, objectRoot: String = "/org/gatt2mqtt", eventBufferSize: Int = 1024,
     signalBufferSize: Int = 1024, callTimeout: Duration = .seconds(10),
     retryDelay: Duration = .seconds(1), maxRetryDelay: Duration = .seconds(30),
-    reconnectDelay: Duration = .milliseconds(500), maxReconnectDelay: Duration = .seconds(30)
+    reconnectDelay: Duration = .milliseconds(500), maxReconnectDelay: Duration = .seconds(30),
+    notifySocket: Bool = true
   ) {
     self.busAddress = busAddress
     self.objectRoot = objectRoot
@@ -53,6 +60,7 @@ public struct BlueZPeripheralConfiguration: Sendable, Hashable {
     self.maxRetryDelay = maxRetryDelay
     self.reconnectDelay = reconnectDelay
     self.maxReconnectDelay = maxReconnectDelay
+    self.notifySocket = notifySocket
   }
 
   /// The bus settings of a session the peripheral makes for itself.

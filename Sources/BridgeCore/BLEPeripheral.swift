@@ -32,11 +32,25 @@ public protocol BLEPeripheral: Sendable {
 
   /// Sends one notification of the transfer characteristic to every subscribed central.
   ///
-  /// The stack cuts a value at MTU − 3 bytes and gives no back-pressure: the caller paces.
+  /// The stack cuts a value at MTU − 3 bytes. Whether the caller must pace the next one is the
+  /// answer: a path with back-pressure returns only once the stack took the value.
   ///
   /// - Parameter value: The notification's bytes.
+  /// - Returns: The path the value took.
   /// - Throws: ``CentralError`` when the service is not published or nobody is subscribed.
-  func notify(_ value: [UInt8]) async throws(CentralError)
+  @discardableResult
+  func notify(_ value: [UInt8]) async throws(CentralError) -> NotificationPath
+}
+
+/// The path a notification of the peripheral role took (``BLEPeripheral/notify(_:)``), which
+/// tells the sender whether to pace.
+public enum NotificationPath: Sendable, Hashable {
+  /// Through a channel with back-pressure (BlueZ's `AcquireNotify` socket): the next value may
+  /// follow at once; a full channel made the call wait.
+  case flowControlled
+  /// As a message the stack sends on without back-pressure (a `PropertiesChanged` signal):
+  /// the caller paces (`peripheral.chunk_interval`).
+  case unpaced
 }
 
 /// What the peripheral role publishes and advertises.

@@ -9,10 +9,15 @@ public struct TransferChunker: Sendable, Hashable {
   public static let defaultMTU = 23
   /// The largest ATT MTU (Core spec: 517).
   public static let maximumMTU = 517
+  /// The longest attribute value (Core spec: 512 bytes): bluetoothd cuts longer notifications
+  /// there (`BT_ATT_MAX_VALUE_LEN`, and its 512-byte read of the notification socket), so
+  /// chunks stop at 512 even at MTU 516 and 517.
+  public static let maximumChunk = 512
 
   /// The text.
   public let text: [UInt8]
-  /// The payload bytes of each notification but the last: MTU − 3.
+  /// The payload bytes of each notification but the last: MTU − 3, at most
+  /// ``maximumChunk``.
   public let chunkSize: Int
   /// Notifications handed out so far (chunks, then `EOM`).
   public private(set) var sent = 0
@@ -24,7 +29,7 @@ public struct TransferChunker: Sendable, Hashable {
   ///   - mtu: The ATT MTU (23…517; smaller values count as 23, larger as 517).
   public init(text: [UInt8], mtu: Int) {
     self.text = text
-    chunkSize = min(max(mtu, Self.defaultMTU), Self.maximumMTU) - 3
+    chunkSize = min(min(max(mtu, Self.defaultMTU), Self.maximumMTU) - 3, Self.maximumChunk)
   }
 
   /// How many notifications the transfer takes, `EOM` included.

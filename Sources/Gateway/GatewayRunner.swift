@@ -122,7 +122,10 @@ public enum GatewayRunner {
       session: session, configuration: BlueZCentralConfiguration(gateway: configuration),
       logger: logger)
     let peripheral = BlueZPeripheral(
-      session: session, configuration: BlueZPeripheralConfiguration(), logger: logger)
+      session: session,
+      configuration: BlueZPeripheralConfiguration(
+        notifySocket: configuration.peripheral.notifySocket),
+      logger: logger)
     // The session first in the list, so that it stops last.
     return Radio(
       central: central, peripheral: peripheral,

@@ -9,9 +9,10 @@ import Synchronization
 ///
 /// The pure ``PeripheralBridge`` decides what to send; a ``BridgeDriver`` feeds it and carries
 /// out its outputs (publications at once, read-value updates in order off the publishing
-/// path). This service's sender hands one notification at a time to the ``BLEPeripheral`` and
-/// waits `peripheral.chunk_interval` seconds before the next (BlueZ gives no back-pressure on
-/// notifications), so chunks are never dropped, reordered or duplicated by us.
+/// path). This service's sender hands one notification at a time to the ``BLEPeripheral``:
+/// through BlueZ's notification socket the next follows as soon as bluetoothd took the last
+/// (back-pressure); as `PropertiesChanged` signals (no back-pressure) at most one per
+/// `peripheral.chunk_interval`. Chunks are never dropped, reordered or duplicated by us.
 public final class PeripheralRoleService: Sendable {
   private let peripheral: any BLEPeripheral
   private let driver: BridgeDriver<PeripheralBridge>
@@ -29,7 +30,7 @@ public final class PeripheralRoleService: Sendable {
   ///   - bridge: The configured bridge logic.
   ///   - definition: What to publish and advertise.
   ///   - startAtLaunch: Whether to start advertising at once (`peripheral.enabled`).
-  ///   - chunkInterval: Seconds between two notifications.
+  ///   - chunkInterval: Seconds per notification sent without back-pressure.
   ///   - client: Where publications go.
   ///   - clock: The clock the bridge runs on.
   ///   - logger: Where failures are logged.
@@ -134,17 +135,22 @@ public final class PeripheralRoleService: Sendable {
     }
   }
 
-  /// Sends notifications one at a time, paced; sleeps until woken when there is nothing to send.
+  /// Sends notifications one at a time, paced by a ``ChunkPacer``; sleeps until woken when
+  /// there is nothing to send.
   private func sender() async {
     var iterator = wake.makeAsyncIterator()
+    let clock = ContinuousClock()
+    var pacer = ChunkPacer(interval: interval)
     while !Task.isCancelled {
       guard let value = driver.feed({ bridge, _ in ([], bridge.nextNotification()) }) else {
+        pacer.reset()
         guard await iterator.next() != nil else { return }
         continue
       }
       let outcome: CentralError?
+      var path = NotificationPath.unpaced
       do throws(CentralError) {
-        try await peripheral.notify(value)
+        path = try await peripheral.notify(value)
         outcome = nil
       } catch {
         outcome = error
@@ -154,8 +160,47 @@ public final class PeripheralRoleService: Sendable {
         return bridge.notificationSent(now: now)
       }
       if let outcome { logger.warning("a notification could not be sent: \(outcome)") }
-      if interval > 0 { try? await Task.sleep(for: .seconds(interval)) }
+      if let next = pacer.next(after: path, now: clock.now) {
+        try? await clock.sleep(until: next)
+      }
     }
+  }
+}
+
+/// When the peripheral role's next notification may leave (`peripheral.chunk_interval`).
+///
+/// A value that went through a channel with back-pressure (``NotificationPath/flowControlled``)
+/// is followed at once. One sent without (``NotificationPath/unpaced``) is paced by deadline:
+/// the n-th value of a run leaves no earlier than the first one + n × the interval, whatever
+/// the sending itself took, so the interval is a rate (1 / interval per second), not a pause
+/// added to each send; a sender that fell behind does not burst to catch up. Pure.
+struct ChunkPacer: Sendable {
+  /// Seconds per unpaced value; 0 for no pacing.
+  let interval: Double
+  private var deadline: ContinuousClock.Instant?
+
+  init(interval: Double) {
+    self.interval = max(0, interval)
+  }
+
+  /// A value went out by `path`; `now` is when its sending ended.
+  ///
+  /// - Returns: When the next value may leave, `nil` for at once.
+  mutating func next(after path: NotificationPath, now: ContinuousClock.Instant)
+    -> ContinuousClock.Instant?
+  {
+    guard path == .unpaced, interval > 0 else {
+      deadline = nil
+      return nil
+    }
+    let next = max((deadline ?? now) + .seconds(interval), now)
+    deadline = next
+    return next > now ? next : nil
+  }
+
+  /// Nothing to send: the next value starts a new run.
+  mutating func reset() {
+    deadline = nil
   }
 }
 

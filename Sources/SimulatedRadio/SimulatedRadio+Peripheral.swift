@@ -34,10 +34,14 @@ extension SimulatedRadio {
   /// Sends one notification to every subscribed simulated central.
   /// - Parameter value: the bytes (at most the smallest MTU−3; longer ones are cut and
   ///   counted in ``Statistics/oversizedChunks``).
+  /// - Returns: ``NotificationPath/unpaced``: the simulated stack, like BlueZ's signal path,
+  ///   gives no back-pressure.
   /// - Throws: `unavailable` when the service is not advertised.
-  public func notify(_ value: [UInt8]) async throws(CentralError) {
+  @discardableResult
+  public func notify(_ value: [UInt8]) async throws(CentralError) -> NotificationPath {
     try update { (engine: inout SimulationEngine) throws(CentralError) in
       try engine.notifyCentrals(value)
     }
+    return .unpaced
   }
 }

@@ -105,7 +105,8 @@ struct BlueZPeripheralTests {
     }
   }
 
-  @Test("the exported tree carries the UUIDs, the flags and no NotifyAcquired")
+  @Test(
+    "the exported tree carries the UUIDs, the flags and NotifyAcquired (the notification socket)")
   func exportedTree() async throws {
     try await PrivateBus.with { bus in
       let (fake, _, _, task) = try await Self.advertising(bus)
@@ -126,6 +127,7 @@ struct BlueZPeripheralTests {
             "UUID": .string("08590f7e-db05-467e-8757-72f6faeb13d4"),
             "Service": .objectPath(try DBusObjectPath(service)),
             "Flags": .strings(["read", "notify"]),
+            "NotifyAcquired": .bool(false),
           ])
       let writable = try Self.characteristicPath(fake, BluetoothUUID(uuid16: 0x2A3D))
       #expect(

@@ -11,17 +11,18 @@ struct TransferChunkerTests {
   }
 
   @Test(
-    "chunks are exactly MTU − 3 bytes, the last may be shorter, EOM comes last",
-    arguments: [23, 185, 247, 517])
+    "chunks are exactly MTU − 3 bytes (512 at most), the last may be shorter, EOM comes last",
+    arguments: [23, 185, 247, 515, 517])
   func sizes(mtu: Int) {
-    for length in [0, 1, mtu - 4, mtu - 3, mtu - 2, 4096, 65_536] {
+    let size = min(mtu - 3, 512)
+    for length in [0, 1, size - 1, size, size + 1, 4096, 65_536] {
       let text = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 7) }
       let notifications = all(text, mtu: mtu)
       #expect(notifications.last == Array("EOM".utf8))
       let chunks = notifications.dropLast()
-      #expect(chunks.allSatisfy { $0.count <= mtu - 3 && !$0.isEmpty })
-      #expect(chunks.dropLast().allSatisfy { $0.count == mtu - 3 })
-      #expect(chunks.count == (length + mtu - 4) / (mtu - 3))
+      #expect(chunks.allSatisfy { $0.count <= size && !$0.isEmpty })
+      #expect(chunks.dropLast().allSatisfy { $0.count == size })
+      #expect(chunks.count == (length + size - 1) / size)
       #expect(Array(chunks.joined()) == text)
     }
   }
@@ -48,9 +49,11 @@ struct TransferChunkerTests {
     }
   }
 
-  @Test("MTUs out of range are clamped")
+  @Test("MTUs out of range are clamped; a chunk never exceeds the 512-byte attribute value")
   func clamped() {
     #expect(TransferChunker(text: [], mtu: 5).chunkSize == 20)
-    #expect(TransferChunker(text: [], mtu: 10_000).chunkSize == 514)
+    #expect(TransferChunker(text: [], mtu: 515).chunkSize == 512)
+    #expect(TransferChunker(text: [], mtu: 517).chunkSize == 512)
+    #expect(TransferChunker(text: [], mtu: 10_000).chunkSize == 512)
   }
 }

@@ -94,7 +94,8 @@ struct ConfigurationDefaultsTests {
 
   @Test func knownKeysListEveryKeyWithItsType() {
     let keys = ConfigurationLoader.knownKeys
-    #expect(keys.count == 72)
+    #expect(keys.count == 73)
+    #expect(keys["peripheral.notify_socket"] == .boolean)
     #expect(keys["bluetooth.gatt.notify_method"] == .choice(["auto", "acquire", "start"]))
     #expect(keys["bluetooth.gatt.notify_methods"] == .list(.notifyMethodRule))
     #expect(keys["bluetooth.filter.uuids"] == .list(.serviceUUID))

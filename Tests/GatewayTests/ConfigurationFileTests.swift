@@ -275,7 +275,8 @@ enum ConfigurationFixture {
     peripheral: .init(
       enabled: true, service: "0000fe10-0000-1000-8000-00805f9b34fb", characteristic: "fe11",
       writeCharacteristic: "fe12", localName: "hub", adapter: "hci2", requireEncryption: true,
-      allow: ["11:22:33:44:55:66"], maxTextBytes: 4096, chunkInterval: 0.02))
+      allow: ["11:22:33:44:55:66"], maxTextBytes: 4096, chunkInterval: 0.02,
+      notifySocket: false))
 
   /// The values of `everyKey` as text, by key path.
   static let everyKeyText: [String: String] = [
@@ -318,6 +319,7 @@ enum ConfigurationFixture {
     "peripheral.local_name": "hub", "peripheral.adapter": "hci2",
     "peripheral.require_encryption": "true", "peripheral.allow": "11:22:33:44:55:66",
     "peripheral.max_text_bytes": "4096", "peripheral.chunk_interval": "0.02",
+    "peripheral.notify_socket": "false",
   ]
 
   /// A new empty temporary directory.

@@ -38,7 +38,7 @@ final class FakePeripheral: BLEPeripheral {
 
   func setReadValue(_ value: [UInt8]) async { state.withLock { $0.readValue = value } }
 
-  func notify(_ value: [UInt8]) async throws(CentralError) {
+  func notify(_ value: [UInt8]) async throws(CentralError) -> NotificationPath {
     state.withLock {
       $0.inFlight += 1
       $0.maxInFlight = max($0.maxInFlight, $0.inFlight)
@@ -48,5 +48,6 @@ final class FakePeripheral: BLEPeripheral {
       $0.inFlight -= 1
       $0.notifications.append(value)
     }
+    return .unpaced
   }
 }

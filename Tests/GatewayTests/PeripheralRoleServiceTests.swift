@@ -51,6 +51,42 @@ struct PeripheralRoleServiceTests {
   }
 }
 
+@Suite("Pacing of the peripheral role's notifications")
+struct ChunkPacerTests {
+  static let start = ContinuousClock.now
+
+  static func at(_ milliseconds: Int) -> ContinuousClock.Instant {
+    start + .milliseconds(milliseconds)
+  }
+
+  @Test(
+    "unpaced values leave one per interval counted from the first, the send's own time included")
+  func deadlines() {
+    var pacer = ChunkPacer(interval: 0.05)
+    // Quick sends (1 ms each) wait for their deadline: 50, 100, 150 ms after the first.
+    #expect(pacer.next(after: .unpaced, now: Self.at(1)) == Self.at(51))
+    #expect(pacer.next(after: .unpaced, now: Self.at(52)) == Self.at(101))
+    #expect(pacer.next(after: .unpaced, now: Self.at(102)) == Self.at(151))
+    // A send that took as long as the interval waits no more (a pause after each send would).
+    #expect(pacer.next(after: .unpaced, now: Self.at(201)) == nil)
+    // Behind: no burst to catch up; the next deadline counts from now.
+    #expect(pacer.next(after: .unpaced, now: Self.at(400)) == nil)
+    #expect(pacer.next(after: .unpaced, now: Self.at(401)) == Self.at(450))
+  }
+
+  @Test("values with back-pressure are not paced; an idle pause starts a new run")
+  func flowControlledAndReset() {
+    var pacer = ChunkPacer(interval: 0.5)
+    #expect(pacer.next(after: .flowControlled, now: Self.at(0)) == nil)
+    #expect(pacer.next(after: .flowControlled, now: Self.at(1)) == nil)
+    #expect(pacer.next(after: .unpaced, now: Self.at(2)) == Self.at(502))
+    pacer.reset()
+    #expect(pacer.next(after: .unpaced, now: Self.at(600)) == Self.at(1100))
+    var unpaced = ChunkPacer(interval: 0)
+    #expect(unpaced.next(after: .unpaced, now: Self.at(0)) == nil)
+  }
+}
+
 /// Builds the service under test with the default definition.
 enum ConnectionlessPeripheral {
   static func make(_ peripheral: FakePeripheral, topics: Topics, client: MQTTClient)

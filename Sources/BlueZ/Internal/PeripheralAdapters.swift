@@ -27,6 +27,16 @@ struct PeripheralAdapters: Sendable {
   }
 
   private(set) var entries: [DBusObjectPath: Entry] = [:]
+  /// The devices connected now (`Device1.Connected`), by object path: the centrals of the
+  /// peripheral role, and the peripherals the central role connected to (BlueZ does not say
+  /// which is which).
+  private(set) var connected: Set<DBusObjectPath> = []
+
+  /// How many devices are connected through `adapter`.
+  func connectedCount(on adapter: DBusObjectPath) -> Int {
+    let prefix = adapter.rawValue + "/"
+    return connected.count { $0.rawValue.hasPrefix(prefix) }
+  }
 
   /// Replaces the mirror with the adapters of a `GetManagedObjects` reply.
   ///
@@ -38,11 +48,13 @@ struct PeripheralAdapters: Sendable {
           "GetManagedObjects replied \(reply.map(\.signature.rawValue)), not a{oa{sa{sv}}}")
     }
     entries = [:]
+    connected = []
     for (key, value) in objects {
       guard case .objectPath(let path) = key,
-        let interfaces = BlueZObjectModel.interfaces(value),
-        let properties = interfaces[BlueZNames.adapter]
+        let interfaces = BlueZObjectModel.interfaces(value)
       else { continue }
+      if interfaces[BlueZNames.device]?["Connected"] == .bool(true) { connected.insert(path) }
+      guard let properties = interfaces[BlueZNames.adapter] else { continue }
       entries[path] = Entry(
         adapter: BlueZAdapter(path: path, properties: properties),
         interfaces: Set(interfaces.keys))
@@ -59,6 +71,7 @@ struct PeripheralAdapters: Sendable {
       guard signal.arguments.count == 2, case .objectPath(let path) = signal.arguments[0],
         let interfaces = BlueZObjectModel.interfaces(signal.arguments[1])
       else { return false }
+      if interfaces[BlueZNames.device]?["Connected"] == .bool(true) { connected.insert(path) }
       if var entry = entries[path] {
         entry.interfaces.formUnion(interfaces.keys)
         if let properties = interfaces[BlueZNames.adapter] {
@@ -72,14 +85,23 @@ struct PeripheralAdapters: Sendable {
       }
     case (BlueZNames.objectManager, "InterfacesRemoved"):
       guard signal.arguments.count == 2, case .objectPath(let path) = signal.arguments[0],
-        let names = signal.arguments[1].arrayValues?.compactMap(\.stringValue),
-        var entry = entries[path]
+        let names = signal.arguments[1].arrayValues?.compactMap(\.stringValue)
       else { return false }
+      if names.contains(BlueZNames.device) { connected.remove(path) }
+      guard var entry = entries[path] else { return false }
       entry.interfaces.subtract(names)
       entries[path] = entry.interfaces.contains(BlueZNames.adapter) ? entry : nil
     case (BlueZNames.properties, "PropertiesChanged"):
-      guard signal.arguments.count >= 2, signal.arguments[0].stringValue == BlueZNames.adapter,
-        let changed = signal.arguments[1].propertyMap, var entry = entries[signal.path]
+      guard signal.arguments.count >= 2, let changed = signal.arguments[1].propertyMap else {
+        return false
+      }
+      if signal.arguments[0].stringValue == BlueZNames.device,
+        case .bool(let on)? = changed["Connected"]
+      {
+        if on { connected.insert(signal.path) } else { connected.remove(signal.path) }
+        return false
+      }
+      guard signal.arguments[0].stringValue == BlueZNames.adapter, var entry = entries[signal.path]
       else { return false }
       let invalidated =
         signal.arguments.count > 2
@@ -95,6 +117,7 @@ struct PeripheralAdapters: Sendable {
   /// Forgets every adapter (bluetoothd went away).
   mutating func removeAll() {
     entries = [:]
+    connected = []
   }
 
   /// What decides the choice: path, id, power and capability of each adapter.

@@ -56,6 +56,7 @@ struct PeripheralHandlers: Sendable {
   var write: @Sendable (DBusMethodCall) async throws -> [DBusValue]
   var startNotify: @Sendable (DBusMethodCall) async throws -> [DBusValue]
   var stopNotify: @Sendable (DBusMethodCall) async throws -> [DBusValue]
+  var acquireNotify: @Sendable (DBusMethodCall) async throws -> [DBusValue]
   var release: @Sendable (DBusMethodCall) async throws -> [DBusValue]
 }
 
@@ -90,29 +91,38 @@ enum PeripheralObjects {
     ])
   }
 
-  /// The transfer characteristic: `ReadValue`, `StartNotify`, `StopNotify` (no
-  /// `NotifyAcquired`, so BlueZ never uses `AcquireNotify`, and no `Value`: notifications are
-  /// `PropertiesChanged` signals of `Value`, reads go through `ReadValue`).
+  /// The transfer characteristic: `ReadValue`, `StartNotify`, `StopNotify`, and with
+  /// `notifySocket` `AcquireNotify` with the `NotifyAcquired` property (bluetoothd 5.66 calls
+  /// `AcquireNotify` when a central subscribes while it holds no socket of ours, and falls
+  /// back to `StartNotify` when we refuse). No `Value`: notifications are datagrams on the
+  /// socket or `PropertiesChanged` signals of `Value`, reads go through `ReadValue`.
   static func characteristic(
-    _ definition: PeripheralService, paths: PeripheralPaths, handlers: PeripheralHandlers
+    _ definition: PeripheralService, paths: PeripheralPaths, handlers: PeripheralHandlers,
+    notifySocket: Bool
   ) -> DBusExportedObject {
-    DBusExportedObject(interfaces: [
-      DBusInterface(
-        BlueZNames.gattCharacteristic,
-        methods: [
-          DBusMethod(
-            "ReadValue", in: "a{sv}", out: "ay", inNames: ["options"], outNames: ["value"],
-            handler: handlers.read),
-          DBusMethod("StartNotify", handler: handlers.startNotify),
-          DBusMethod("StopNotify", handler: handlers.stopNotify),
-        ],
-        properties: [
-          constant("UUID", .string(definition.characteristic.longForm)),
-          constant("Service", .objectPath(paths.service)),
-          constant(
-            "Flags",
-            .strings(characteristicFlags(requireEncryption: definition.requireEncryption))),
-        ])
+    var methods = [
+      DBusMethod(
+        "ReadValue", in: "a{sv}", out: "ay", inNames: ["options"], outNames: ["value"],
+        handler: handlers.read),
+      DBusMethod("StartNotify", handler: handlers.startNotify),
+      DBusMethod("StopNotify", handler: handlers.stopNotify),
+    ]
+    var properties = [
+      constant("UUID", .string(definition.characteristic.longForm)),
+      constant("Service", .objectPath(paths.service)),
+      constant(
+        "Flags", .strings(characteristicFlags(requireEncryption: definition.requireEncryption))),
+    ]
+    if notifySocket {
+      methods.append(
+        DBusMethod(
+          "AcquireNotify", in: "a{sv}", out: "hq", inNames: ["options"], outNames: ["fd", "mtu"],
+          handler: handlers.acquireNotify))
+      // bluetoothd looks only at whether the property exists.
+      properties.append(constant("NotifyAcquired", .bool(false)))
+    }
+    return DBusExportedObject(interfaces: [
+      DBusInterface(BlueZNames.gattCharacteristic, methods: methods, properties: properties)
     ])
   }
 

@@ -128,6 +128,7 @@ struct ConfigurationKey: Sendable {
     .list("peripheral.allow", \.peripheral.allow, of: .bluetoothAddress),
     .int("peripheral.max_text_bytes", \.peripheral.maxTextBytes, .integer(0...67_108_864)),
     .number("peripheral.chunk_interval", \.peripheral.chunkInterval, atMost: 1),
+    .bool("peripheral.notify_socket", \.peripheral.notifySocket),
   ]
 
   /// The keys by dotted path.

@@ -25,9 +25,15 @@ extension GatewayConfiguration {
     public var allow: [String]
     /// The longest text accepted, in bytes (`peripheral.max_text_bytes`). Default 1 MiB.
     public var maxTextBytes: Int
-    /// Seconds between two notifications of a transfer (`peripheral.chunk_interval`); BlueZ
-    /// gives no back-pressure. Default 0.005.
+    /// Seconds per notification of a transfer sent as a D-Bus signal
+    /// (`peripheral.chunk_interval`), which BlueZ sends on without back-pressure: at most one
+    /// per interval leaves (a rate, not a pause after each). Notifications through the socket
+    /// (`notifySocket`) are not paced. Default 0.005.
     public var chunkInterval: Double
+    /// Offer bluetoothd a socket for the notifications (`peripheral.notify_socket`): with one
+    /// central connected, a transfer then goes at the rate bluetoothd takes it, in chunks cut
+    /// for that central's MTU. Default `true`.
+    public var notifySocket: Bool
 
     /// Creates peripheral settings with the documented defaults.
     public init(
@@ -35,7 +41,7 @@ extension GatewayConfiguration {
       characteristic: String = "08590f7e-db05-467e-8757-72f6faeb13d4",
       writeCharacteristic: String? = nil, localName: String = "gatt2mqtt",
       adapter: String? = nil, requireEncryption: Bool = false, allow: [String] = [],
-      maxTextBytes: Int = 1_048_576, chunkInterval: Double = 0.005
+      maxTextBytes: Int = 1_048_576, chunkInterval: Double = 0.005, notifySocket: Bool = true
     ) {
       self.enabled = enabled
       self.service = service
@@ -47,6 +53,7 @@ extension GatewayConfiguration {
       self.allow = allow
       self.maxTextBytes = maxTextBytes
       self.chunkInterval = chunkInterval
+      self.notifySocket = notifySocket
     }
   }
 }

@@ -1,0 +1,166 @@
+import BridgeCore
+import DBus
+import Logging
+import LoopSupport
+
+/// The transfer characteristic's notifications through a socket (`NotifyAcquired`,
+/// `AcquireNotify`; BlueZ `doc/org.bluez.GattCharacteristic.rst`).
+///
+/// When a central subscribes and bluetoothd holds no socket of ours, BlueZ 5.66 calls
+/// `AcquireNotify` with the central's device and MTU (`ccc_write_cb`, `append_options`); we
+/// answer one end of a `SOCK_SEQPACKET` pair, and from then on every datagram we write is one
+/// notification to every subscribed central (`sock_io_read`), each cut at that central's
+/// MTU − 3. A full socket makes ``notify(_:)`` wait: that is the back-pressure the signal path
+/// lacks. bluetoothd closes its end when its count of subscriptions drops to zero (no
+/// `StopNotify` then), which ends every subscription here.
+///
+/// The catch (BlueZ 5.66): while it holds the socket, bluetoothd tells us nothing about a
+/// **second** central that subscribes (its count goes up silently) — not that it is there,
+/// not its MTU — so a chunk cut for the first central's MTU could reach it truncated. Hence:
+/// - the socket is granted only while at most one device is connected through the adapter
+///   (refused with `NotSupported` otherwise: bluetoothd then calls `StartNotify`, and the
+///   value path is the signal one, where each subscription is seen);
+/// - when a second device connects while the socket is held, we wait until bluetoothd has read
+///   every datagram queued and hang up ("retire" the socket): from then on values go as
+///   signals, and the next central that subscribes is seen (`AcquireNotify`, refused, then
+///   `StartNotify`). A central connects, discovers the service, then subscribes: the socket is
+///   retired long before a second subscription can happen.
+/// Devices connected by the central role count too (BlueZ does not say which side a link is):
+/// with both roles on one adapter the socket is used only while nothing else is connected.
+extension BlueZPeripheral {
+  /// The socket bluetoothd holds, and which subscription it came with.
+  struct AcquiredNotify: Sendable {
+    let sender: DatagramSender
+    /// The duplicate the hang-up watcher polls.
+    let watched: Int32
+    let central: BluetoothAddress?
+    let mtu: Int
+    let serial: Int
+  }
+
+  /// `AcquireNotify(a{sv}) → (h fd, q mtu)`: a socket for the notifications, when the
+  /// configuration allows it and at most one device is connected through the adapter; reports
+  /// ``PeripheralEvent/subscribed(central:mtu:)`` with the central and its MTU.
+  ///
+  /// - Throws: `org.bluez.Error.NotSupported` to make bluetoothd fall back to `StartNotify`
+  ///   (never `Failed`, after which BlueZ 5.66 neither falls back nor counts the subscription),
+  ///   `org.bluez.Error.NotAuthorized` for a caller that is not bluetoothd.
+  func acquireNotify(_ call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
+    try checkCaller(call)
+    let options = PeripheralRequestOptions(call.arguments.first)
+    let connected = registration.map { adapters.connectedCount(on: $0.adapter) } ?? 0
+    if let reason = socketRefusal(options, connected: connected) {
+      logger.debug("notifications go as signals", metadata: ["reason": "\(reason)"])
+      throw BlueZError.notSupported.reply(reason)
+    }
+    let watcher: DatagramReader
+    let pair: (sender: DatagramSender, peer: Int32)
+    do {
+      watcher = try hangUpWatcher ?? DatagramReader(name: "g2m-peripheral-notify")
+      hangUpWatcher = watcher
+      pair = try DatagramSender.makePair()
+    } catch {
+      throw BlueZError.notSupported.reply("no socket: \(error)")
+    }
+    let peer = DBusFileDescriptor(taking: pair.peer)
+    guard let watched = pair.sender.duplicate() else {
+      throw BlueZError.notSupported.reply("no socket: dup failed")
+    }
+    acquisitions += 1
+    let serial = acquisitions
+    let mtu = options.mtu ?? TransferChunker.defaultMTU
+    watcher.add(
+      watched, receive: { _ in },
+      closed: { [weak self] in
+        Task { await self?.socketHungUp(serial) }
+      })
+    acquired = AcquiredNotify(
+      sender: pair.sender, watched: watched, central: options.central, mtu: mtu, serial: serial)
+    subscribed.append(options.central)
+    if let central = options.central { knownMTU[central] = mtu }
+    logger.info(
+      "a central subscribed; notifications go through a socket",
+      metadata: [
+        "ble.address": "\(options.central.map { "\($0)" } ?? "unknown")", "ble.mtu": "\(mtu)",
+      ])
+    hub.yield(.subscribed(central: options.central, mtu: mtu))
+    return [.unixFD(peer), .uint16(UInt16(clamping: mtu))]
+  }
+
+  /// Why the socket is not granted now, `nil` when it is.
+  private func socketRefusal(_ options: PeripheralRequestOptions, connected: Int) -> String? {
+    guard configuration.notifySocket else { return "peripheral.notify_socket is off" }
+    guard acquired == nil else { return "a socket is held already" }
+    guard connected <= 1 else {
+      return "\(connected) devices are connected through the adapter"
+    }
+    if let allowed = definition?.allowedCentrals, !allowed.isEmpty {
+      guard let central = options.central, allowed.contains(central) else {
+        return "the central is not on the allow-list"
+      }
+    }
+    return nil
+  }
+
+  /// Writes one value into the acquired socket, waiting while it is full.
+  ///
+  /// - Returns: ``NotificationPath/flowControlled``, or `nil` when the socket was retired
+  ///   meanwhile (the value then goes as a signal).
+  /// - Throws: `not_connected` when bluetoothd hung up (every central left), `timeout` when the
+  ///   socket stayed full for the call timeout.
+  func send(_ value: [UInt8], through socket: AcquiredNotify) async throws(CentralError)
+    -> NotificationPath?
+  {
+    let giveUp = clock.now + configuration.callTimeout
+    while true {
+      guard acquired?.serial == socket.serial else { return nil }
+      switch socket.sender.send(value) {
+      case .sent:
+        counters.notifications += 1
+        return .flowControlled
+      case .closed:
+        guard acquired?.serial == socket.serial else { return nil }
+        socketHungUp(socket.serial)
+        throw CentralError(.notConnected, message: "no central is subscribed")
+      case .full:
+        guard clock.now < giveUp else {
+          throw CentralError(.timeout, message: "bluetoothd took no notification for too long")
+        }
+        _ = await socket.sender.waitWritable(timeout: .milliseconds(250))
+      }
+    }
+  }
+
+  /// bluetoothd closed its end: its count of subscriptions dropped to zero (or it exited).
+  func socketHungUp(_ serial: Int) {
+    guard acquired?.serial == serial else { return }
+    logger.info("bluetoothd closed the notification socket: no central is subscribed")
+    endSubscriptions()
+  }
+
+  /// Lets go of the acquired socket (the hang-up watcher shuts it down, bluetoothd sees the
+  /// end); the subscriptions stay counted.
+  func releaseSocket() {
+    guard let socket = acquired else { return }
+    acquired = nil
+    hangUpWatcher?.remove(socket.watched)
+    socket.sender.close()
+  }
+
+  /// A device connected through the adapter while the socket is held: once bluetoothd has
+  /// read what is queued, hang up so that the next subscription is seen (see above).
+  func retireSocketIfShared() async {
+    guard let socket = acquired, let registration,
+      adapters.connectedCount(on: registration.adapter) > 1
+    else { return }
+    let giveUp = clock.now + .seconds(2)
+    while socket.sender.unsent > 0, clock.now < giveUp {
+      try? await Task.sleep(for: .milliseconds(2))
+    }
+    guard acquired?.serial == socket.serial else { return }
+    releaseSocket()
+    logger.info(
+      "another device connected; notifications go as signals from now on",
+      metadata: ["ble.connected": "\(adapters.connectedCount(on: registration.adapter))"])
+  }
+}
