@@ -29,6 +29,18 @@ public struct PeripheralBridge: Sendable {
     var chunker: TransferChunker
     /// Notifications confirmed sent.
     var confirmed = 0
+    /// Notifications sent through a channel with back-pressure, and as unpaced signals.
+    var flowControlled = 0
+    var unpaced = 0
+
+    /// `socket`, `signals`, or `socket+signals` (the socket was let go of mid-transfer).
+    var pathName: String {
+      switch (flowControlled > 0, unpaced > 0) {
+      case (true, false): "socket"
+      case (true, true): "socket+signals"
+      default: "signals"
+      }
+    }
   }
 
   /// The topic map.
@@ -180,11 +192,19 @@ public struct PeripheralBridge: Sendable {
 
   /// The last notification handed out was sent.
   ///
-  /// - Parameter now: The time.
+  /// - Parameters:
+  ///   - path: How it went (the `sent` event says which path the transfer took).
+  ///   - now: The time.
   /// - Returns: What to do: a `sent` event after the `EOM`.
-  public mutating func notificationSent(now: Double) -> [Output] {
+  public mutating func notificationSent(path: NotificationPath = .unpaced, now: Double)
+    -> [Output]
+  {
     guard var current = transfer else { return [] }
     current.confirmed += 1
+    switch path {
+    case .flowControlled: current.flowControlled += 1
+    case .unpaced: current.unpaced += 1
+    }
     guard current.chunker.isFinished, current.confirmed == current.chunker.count else {
       transfer = current
       return []
@@ -199,6 +219,7 @@ public struct PeripheralBridge: Sendable {
           "bytes": .integer(Int64(current.chunker.text.count)),
           "chunk_size": .integer(Int64(current.chunker.chunkSize)),
           "subscribers": .integer(Int64(subscribers.count + anonymous)),
+          "path": .string(current.pathName),
         ])
     ]
   }

@@ -157,7 +157,7 @@ public final class PeripheralRoleService: Sendable {
       }
       driver.feed { bridge, now in
         if let outcome { return bridge.notificationFailed(outcome, now: now) }
-        return bridge.notificationSent(now: now)
+        return bridge.notificationSent(path: path, now: now)
       }
       if let outcome { logger.warning("a notification could not be sent: \(outcome)") }
       if let next = pacer.next(after: path, now: clock.now) {

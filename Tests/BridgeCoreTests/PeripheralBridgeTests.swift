@@ -26,6 +26,32 @@ struct PeripheralBridgeTests {
     return (sent, events)
   }
 
+  @Test("the sent event says which path the transfer took: socket, signals, or both")
+  func sentEventNamesThePath() throws {
+    let cases: [([NotificationPath], String)] = [
+      ([.flowControlled], "socket"), ([.unpaced], "signals"),
+      ([.flowControlled, .unpaced], "socket+signals"),
+    ]
+    for (paths, name) in cases {
+      var bridge = advertising()
+      _ = bridge.setText(Array(String(repeating: "0123456789", count: 5).utf8), now: 0)
+      _ = bridge.handle(.subscribed(central: central, mtu: 23), now: 0)
+      var outputs: [PeripheralBridge.Output] = []
+      var index = 0
+      while bridge.nextNotification() != nil {
+        outputs += bridge.notificationSent(path: paths[min(index, paths.count - 1)], now: 0)
+        index += 1
+      }
+      #expect(index == 4)
+      let sent = try #require(outputs.first { $0.eventType == "sent" })
+      guard case .publish(_, let payload, _) = sent else {
+        Issue.record("not a publish: \(sent)")
+        continue
+      }
+      #expect(try JSONValue.parse(payload)["path"]?.stringValue == name)
+    }
+  }
+
   @Test("a central's write is published as hex, with the text when it is UTF-8")
   func writtenEvent() throws {
     var bridge = advertising()

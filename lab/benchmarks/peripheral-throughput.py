@@ -11,9 +11,13 @@
 #              host lets it (each notification awaited, no pacing): the raw notification rate
 #              the lab link sustains, with MTU-3 chunks.
 #   gatt2mqtt  the gateway's peripheral role (real bluetoothd), fed the text by a retained MQTT
-#              publish, once per `peripheral.chunk_interval` of the sweep. At MTU 247 the central
-#              first reads the characteristic once (short read): BlueZ 5.66 tells a GATT
-#              application a central's MTU only in read and write requests, never on
+#              publish: first through the notification socket (`peripheral.notify_socket`,
+#              bluetoothd's AcquireNotify: no pacing, back-pressure, the MTU from AcquireNotify;
+#              the central does not read first), then as D-Bus signals
+#              (`notify_socket: false`) once per `peripheral.chunk_interval` of the sweep
+#              (deadline pacing: one chunk per interval). On the signal path at MTU 247 the
+#              central first reads the characteristic once (short read): BlueZ 5.66 tells a
+#              GATT application a central's MTU only in read and write requests, never on
 #              StartNotify, so without it the gateway stays at 20-byte chunks.
 # Each run checks the reassembled text byte for byte (loss, reordering or duplication all show
 # as a difference). Results: <scenario dir>/benchmark.json and benchmark.txt (the table the
@@ -31,7 +35,8 @@ TIMEOUT = 1800
 
 SIZE = 65536
 MTUS = (23, 247)
-SWEEP = {23: (0.001, 0.002, 0.005, 0.01), 247: (0.002, 0.005)}
+# Per MTU: "socket" (the notification socket), then the signal path at these intervals (s).
+SWEEP = {23: ("socket", 0.005, 0.01, 0.012, 0.015), 247: ("socket", 0.005, 0.012)}
 GRACE = 20  # s after the gateway reported the text sent
 TEXT_TIMEOUT = 240  # s (scaled by LAB_TIME_SCALE): 64 KiB at 10 ms pacing takes about a minute
 SERVICE = "e20a39f4-73f5-4bc4-a12f-17d1ad07a961"
@@ -46,7 +51,9 @@ def text_of(size: int) -> bytes:
     return whole + b"." * (size - len(whole))
 
 
-def gateway_config(lab, interval: float) -> str:
+def gateway_config(lab, mode) -> str:
+    socket = mode == "socket"
+    interval = 0.005 if socket else mode
     return f"""
 mqtt:
   host: 127.0.0.1
@@ -61,6 +68,7 @@ peripheral:
   enabled: true
   local_name: lab-gw
   chunk_interval: {interval}
+  notify_socket: {"true" if socket else "false"}
 """
 
 
@@ -124,10 +132,14 @@ async def baseline_run(lab, text: bytes, mtu: int) -> dict:
         await sender.stop()
 
 
-async def gateway_run(lab, mqtt, text: bytes, mtu: int, interval: float) -> dict:
-    tag = f"mtu{mtu}-{int(interval * 1000)}ms"
+def label_of(mode) -> str:
+    return "gatt2mqtt, socket" if mode == "socket" else f"gatt2mqtt, signals {float(mode) * 1000:g} ms"
+
+
+async def gateway_run(lab, mqtt, text: bytes, mtu: int, mode) -> dict:
+    tag = f"mtu{mtu}-socket" if mode == "socket" else f"mtu{mtu}-{int(mode * 1000)}ms"
     mark = mqtt.mark()
-    gateway = await lab.gateway(gateway_config(lab, interval), config_name=f"gatt2mqtt-{tag}.yaml")
+    gateway = await lab.gateway(gateway_config(lab, mode), config_name=f"gatt2mqtt-{tag}.yaml")
     try:
         await mqtt.expect("gatt2mqtt/bridge/lab/peripheral/state", after=mark,
                           where=lambda m: m.json().get("state") == "advertising", timeout=120)
@@ -145,7 +157,8 @@ async def gateway_run(lab, mqtt, text: bytes, mtu: int, interval: float) -> dict
                 await asyncio.sleep(0.2)
 
         try:
-            ev = await central_run(lab, mtu, f"central-{tag}", read_first=mtu > 23, done=sent)
+            ev = await central_run(lab, mtu, f"central-{tag}",
+                                   read_first=mtu > 23 and mode != "socket", done=sent)
         except Incomplete as cut:
             # Chunks were dropped (the link gave up): a result, not an error of the benchmark.
             e = cut.event
@@ -166,29 +179,30 @@ def table(results: dict) -> str:
         "  baseline = Bumble peripheral notifying back to back (the raw rate of the lab link)",
         "  ratio = gatt2mqtt bytes/s / baseline bytes/s at the same MTU",
         "",
-        f"  {'MTU':>4}  {'sender':<24}{'chunk':>6}{'chunks':>8}{'time':>10}{'bytes/s':>11}"
+        f"  {'MTU':>4}  {'sender':<27}{'chunk':>6}{'chunks':>8}{'time':>10}{'bytes/s':>11}"
         f"{'chunks/s':>10}  {'text':<8}{'ratio':>7}",
     ]
     for mtu in MTUS:
         runs = results.get(str(mtu), {})
         base = runs.get("baseline", {})
-        for key in ["baseline"] + [f"{iv}" for iv in SWEEP[mtu]]:
-            label = "baseline (Bumble)" if key == "baseline" else f"gatt2mqtt, {float(key) * 1000:g} ms pacing"
+        for key in ["baseline"] + [f"{mode}" for mode in SWEEP[mtu]]:
+            label = "baseline (Bumble)" if key == "baseline" else label_of(
+                key if key == "socket" else float(key))
             r = runs.get(key)
             if r is None:
                 continue
             if "error" in r:
-                lines.append(f"  {mtu:>4}  {label:<24}error: {r['error']}")
+                lines.append(f"  {mtu:>4}  {label:<27}error: {r['error']}")
                 continue
             ratio = "-"
             if key != "baseline" and base.get("bytes_per_s"):
                 ratio = f"{r['bytes_per_s'] / base['bytes_per_s']:.2f}x"
             if r.get("lost"):
-                lines.append(f"  {mtu:>4}  {label:<24}LOST: {r['lost']} (no complete text)")
+                lines.append(f"  {mtu:>4}  {label:<27}LOST: {r['lost']} (no complete text)")
                 continue
             state = "intact" if r["intact"] else f"DIFFERS ({r['bytes']} B)"
             lines.append(
-                f"  {mtu:>4}  {label:<24}{r['chunk_size']:>6}{r['chunks']:>8}{r['elapsed_s']:>9.2f}s"
+                f"  {mtu:>4}  {label:<27}{r['chunk_size']:>6}{r['chunks']:>8}{r['elapsed_s']:>9.2f}s"
                 f"{r['bytes_per_s']:>11.0f}{r['chunks_per_s']:>10.1f}  {state:<8}{ratio:>7}")
     lines.append("")
     lines += ratio_lines(results)
@@ -235,13 +249,13 @@ async def run(lab):
         mqtt = await lab.mqtt(subscribe="gatt2mqtt/bridge/lab/peripheral/#")
         await lab.publish_file(TEXT_SET, text, "text-64k")
         for mtu in MTUS:
-            for interval in SWEEP[mtu]:
+            for mode in SWEEP[mtu]:
                 runs = results[str(mtu)]
                 try:
-                    runs[f"{interval}"] = await gateway_run(lab, mqtt, text, mtu, interval)
+                    runs[f"{mode}"] = await gateway_run(lab, mqtt, text, mtu, mode)
                 except LabError as e:
-                    runs[f"{interval}"] = {"error": str(e)}
-                lab.log(f"gatt2mqtt MTU {mtu} at {interval} s:", runs[f"{interval}"])
+                    runs[f"{mode}"] = {"error": str(e)}
+                lab.log(f"gatt2mqtt MTU {mtu}, {mode}:", runs[f"{mode}"])
                 save()
         mqtt.publish(TEXT_SET, b"", retain=True)
 

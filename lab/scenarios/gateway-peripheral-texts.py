@@ -1,4 +1,4 @@
-"""The gateway's peripheral role serves MQTT texts to a Bumble central: advertised transfer service, texts of 0, 1, 19, 20, 21 bytes, 4 KiB and 64 KiB (multi-byte UTF-8) reassembled byte for byte at ATT MTU 23 and 247, each new text while subscribed a new complete message, chunks never above MTU-3, `sent` events, retained state."""
+"""The gateway's peripheral role serves MQTT texts to a Bumble central: advertised transfer service, texts of 0, 1, 19, 20, 21 bytes, 4 KiB and 64 KiB (multi-byte UTF-8) reassembled byte for byte at ATT MTU 23 and 247 through the notification socket (AcquireNotify: chunks of exactly MTU-3 without a read telling the MTU), each new text while subscribed a new complete message, chunks never above MTU-3, `sent` events, retained state."""
 
 ROWS = "P1 P2 P3 P4 P6"
 TIMEOUT = 900
@@ -69,6 +69,11 @@ async def run(lab):
             sent = await mqtt.expect("gatt2mqtt/bridge/lab/peripheral/event", after=mark_mqtt,
                                      where=lambda m: m.json().get("type") == "sent", timeout=60)
             lab.check(sent.json().get("bytes") == size, f"sent event: {sent.text}")
+            # One central: the notification socket, with the MTU bluetoothd told in AcquireNotify.
+            lab.check(sent.json().get("path") == "socket", f"not through the socket: {sent.text}")
+            if size > mtu:
+                lab.check(max(chunk_sizes) == mtu - 3,
+                          f"MTU {mtu}, {size} bytes: chunks of {max(chunk_sizes)}, not MTU-3")
             lab.log(f"MTU {mtu}: {size} bytes in {len(chunk_sizes)} chunks")
         await central.stop()
     lab.check(gateway.proc.returncode is None, "the gateway kept running")
