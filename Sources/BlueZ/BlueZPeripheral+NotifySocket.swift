@@ -147,6 +147,25 @@ extension BlueZPeripheral {
     socket.sender.close()
   }
 
+  /// A device disconnected: a subscription of that central (known from `AcquireNotify`) ends
+  /// now, and its socket is let go of. bluetoothd itself ends the subscription only once it
+  /// has failed to send everything it queued for the dead link (seconds after a socket
+  /// transfer), and a central subscribing meanwhile would get the tail of a transfer that is
+  /// not its own.
+  func centralDisconnected(_ path: DBusObjectPath) {
+    guard let central = BlueZDevice.address(fromPath: path),
+      let index = subscribed.firstIndex(of: central)
+    else { return }
+    subscribed.remove(at: index)
+    if acquired?.central == central {
+      releaseSocket()
+      logger.info(
+        "the central of the notification socket disconnected",
+        metadata: ["ble.address": "\(central)"])
+    }
+    hub.yield(.unsubscribed(central: central))
+  }
+
   /// A device connected through the adapter while the socket is held: once bluetoothd has
   /// read what is queued, hang up so that the next subscription is seen (see above).
   func retireSocketIfShared() async {

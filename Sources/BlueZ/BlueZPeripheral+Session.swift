@@ -42,6 +42,7 @@ extension BlueZPeripheral: BlueZSessionClient {
     case .signal(let signal):
       guard synced else { return }
       if adapters.apply(signal) { kick() }
+      for path in adapters.takeDisconnected() { centralDisconnected(path) }
       // (not awaited here: the retirement may wait for bluetoothd to read what is queued,
       // and the session's other clients wait for this handler)
       if acquired != nil { Task { await self.retireSocketIfShared() } }

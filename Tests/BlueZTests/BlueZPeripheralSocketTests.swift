@@ -164,6 +164,28 @@ struct BlueZPeripheralSocketTests {
     }
   }
 
+  @Test(
+    "the socket's central disconnecting ends its subscription at once and lets go of the socket (bluetoothd would first fail to send all it queued)"
+  )
+  func centralDisconnectEndsTheSubscription() async throws {
+    try await PrivateBus.with { bus in
+      let (fake, peripheral, events, task) = try await Base.advertising(bus)
+      defer { task.cancel() }
+      let central = try BluetoothAddress(Base.central)
+      let device = try await fake.addDevice(Base.central)
+      try await fake.change(device, "org.bluez.Device1", ["Connected": .bool(true)])
+      let (fd, _) = try await Self.acquire(fake, mtu: 23)
+      try await events.next("subscribed") { $0 == .subscribed(central: central, mtu: 23) }
+
+      try await fake.change(device, "org.bluez.Device1", ["Connected": .bool(false)])
+      try await events.next("unsubscribed") { $0 == .unsubscribed(central: central) }
+      while await Self.read(fd, timeout: .seconds(2)) != nil {}
+      #expect(Self.hungUp(fd))
+      let after = await #expect(throws: CentralError.self) { try await peripheral.notify([1]) }
+      #expect(after?.code == .notConnected)
+    }
+  }
+
   @Test("with notify_socket off the characteristic offers no socket")
   func socketCanBeTurnedOff() async throws {
     try await PrivateBus.with { bus in

@@ -31,6 +31,14 @@ struct PeripheralAdapters: Sendable {
   /// peripheral role, and the peripherals the central role connected to (BlueZ does not say
   /// which is which).
   private(set) var connected: Set<DBusObjectPath> = []
+  /// Devices that disconnected (or went) since ``takeDisconnected()`` was last called.
+  private var disconnected: [DBusObjectPath] = []
+
+  /// The devices that disconnected or went since the last call.
+  mutating func takeDisconnected() -> [DBusObjectPath] {
+    defer { disconnected = [] }
+    return disconnected
+  }
 
   /// How many devices are connected through `adapter`.
   func connectedCount(on adapter: DBusObjectPath) -> Int {
@@ -87,7 +95,9 @@ struct PeripheralAdapters: Sendable {
       guard signal.arguments.count == 2, case .objectPath(let path) = signal.arguments[0],
         let names = signal.arguments[1].arrayValues?.compactMap(\.stringValue)
       else { return false }
-      if names.contains(BlueZNames.device) { connected.remove(path) }
+      if names.contains(BlueZNames.device), connected.remove(path) != nil {
+        disconnected.append(path)
+      }
       guard var entry = entries[path] else { return false }
       entry.interfaces.subtract(names)
       entries[path] = entry.interfaces.contains(BlueZNames.adapter) ? entry : nil
@@ -98,7 +108,11 @@ struct PeripheralAdapters: Sendable {
       if signal.arguments[0].stringValue == BlueZNames.device,
         case .bool(let on)? = changed["Connected"]
       {
-        if on { connected.insert(signal.path) } else { connected.remove(signal.path) }
+        if on {
+          connected.insert(signal.path)
+        } else if connected.remove(signal.path) != nil {
+          disconnected.append(signal.path)
+        }
         return false
       }
       guard signal.arguments[0].stringValue == BlueZNames.adapter, var entry = entries[signal.path]
@@ -118,6 +132,7 @@ struct PeripheralAdapters: Sendable {
   mutating func removeAll() {
     entries = [:]
     connected = []
+    disconnected = []
   }
 
   /// What decides the choice: path, id, power and capability of each adapter.
