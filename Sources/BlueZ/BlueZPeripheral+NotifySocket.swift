@@ -20,11 +20,13 @@ import LoopSupport
 /// - the socket is granted only while at most one device is connected through the adapter
 ///   (refused with `NotSupported` otherwise: bluetoothd then calls `StartNotify`, and the
 ///   value path is the signal one, where each subscription is seen);
-/// - when a second device connects while the socket is held, we wait until bluetoothd has read
+/// - when another device connects while the socket is held, we wait until bluetoothd has read
 ///   every datagram queued and hang up ("retire" the socket): from then on values go as
 ///   signals, and the next central that subscribes is seen (`AcquireNotify`, refused, then
-///   `StartNotify`). A central connects, discovers the service, then subscribes: the socket is
-///   retired long before a second subscription can happen.
+///   `StartNotify`). The new device may have subscribed unseen already (bluetoothd emits its
+///   `Connected` change at idle priority, late while a transfer streams), so the text goes
+///   again to every subscriber; a central that subscribed in the middle of a transfer gets
+///   that transfer's tail first (the protocol has no start marker, on either path).
 /// Devices connected by the central role count too (BlueZ does not say which side a link is):
 /// with both roles on one adapter the socket is used only while nothing else is connected.
 extension BlueZPeripheral {
@@ -34,6 +36,8 @@ extension BlueZPeripheral {
     /// The duplicate the hang-up watcher polls.
     let watched: Int32
     let central: BluetoothAddress?
+    /// The central's object path, from `AcquireNotify`'s `device` option.
+    let devicePath: DBusObjectPath?
     let mtu: Int
     let serial: Int
   }
@@ -75,7 +79,9 @@ extension BlueZPeripheral {
         Task { await self?.socketHungUp(serial) }
       })
     acquired = AcquiredNotify(
-      sender: pair.sender, watched: watched, central: options.central, mtu: mtu, serial: serial)
+      sender: pair.sender, watched: watched, central: options.central,
+      devicePath: options.devicePath.flatMap { try? DBusObjectPath($0) }, mtu: mtu,
+      serial: serial)
     subscribed.append(options.central)
     if let central = options.central { knownMTU[central] = mtu }
     logger.info(
@@ -148,29 +154,27 @@ extension BlueZPeripheral {
   }
 
   /// A device disconnected: a subscription of that central (known from `AcquireNotify`) ends
-  /// now, and its socket is let go of. bluetoothd itself ends the subscription only once it
-  /// has failed to send everything it queued for the dead link (seconds after a socket
-  /// transfer), and a central subscribing meanwhile would get the tail of a transfer that is
-  /// not its own.
+  /// now. bluetoothd itself ends it only once it has failed to send everything it queued for
+  /// the dead link, which takes as long as the transfer keeps feeding it. The socket stays
+  /// until bluetoothd hangs up or another device connects.
   func centralDisconnected(_ path: DBusObjectPath) {
     guard let central = BlueZDevice.address(fromPath: path),
       let index = subscribed.firstIndex(of: central)
     else { return }
     subscribed.remove(at: index)
-    if acquired?.central == central {
-      releaseSocket()
-      logger.info(
-        "the central of the notification socket disconnected",
-        metadata: ["ble.address": "\(central)"])
-    }
+    logger.info("a subscribed central disconnected", metadata: ["ble.address": "\(central)"])
     hub.yield(.unsubscribed(central: central))
   }
 
-  /// A device connected through the adapter while the socket is held: once bluetoothd has
-  /// read what is queued, hang up so that the next subscription is seen (see above).
+  /// Another device connected through the adapter while the socket is held: once bluetoothd
+  /// has read what is queued, hang up so that the next subscription is seen (see above), and
+  /// count one subscription of unknown origin — the device may have subscribed already, unseen
+  /// (bluetoothd sends `PropertiesChanged` at idle priority: while a transfer streams, a
+  /// connection can reach us after the central's subscription reached bluetoothd). The text
+  /// then goes again, as signals, to every subscriber; `StopNotify` ends that subscription
+  /// with the others.
   func retireSocketIfShared() async {
-    guard let socket = acquired, let registration,
-      adapters.connectedCount(on: registration.adapter) > 1
+    guard let socket = acquired, let registration, sharesAdapter(socket, registration.adapter)
     else { return }
     let giveUp = clock.now + .seconds(2)
     while socket.sender.unsent > 0, clock.now < giveUp {
@@ -179,7 +183,16 @@ extension BlueZPeripheral {
     guard acquired?.serial == socket.serial else { return }
     releaseSocket()
     logger.info(
-      "another device connected; notifications go as signals from now on",
+      "another device connected; notifications go as signals from now on, and the text again to every subscriber",
       metadata: ["ble.connected": "\(adapters.connectedCount(on: registration.adapter))"])
+    subscribed.append(nil)
+    hub.yield(.subscribed(central: nil, mtu: nil))
+  }
+
+  /// Whether a device other than the socket's central is connected through `adapter`.
+  private func sharesAdapter(_ socket: AcquiredNotify, _ adapter: DBusObjectPath) -> Bool {
+    guard let own = socket.devicePath else { return adapters.connectedCount(on: adapter) > 1 }
+    let prefix = adapter.rawValue + "/"
+    return adapters.connected.contains { $0 != own && $0.rawValue.hasPrefix(prefix) }
   }
 }
