@@ -123,6 +123,7 @@ extension BlueZPeripheral {
       switch socket.sender.send(value) {
       case .sent:
         counters.notifications += 1
+        lastSocketWrite = clock.now
         return .flowControlled
       case .closed:
         guard acquired?.serial == socket.serial else { return nil }
@@ -167,15 +168,18 @@ extension BlueZPeripheral {
   }
 
   /// Another device connected through the adapter while the socket is held: once bluetoothd
-  /// has read what is queued, hang up so that the next subscription is seen (see above), and
-  /// count one subscription of unknown origin — the device may have subscribed already, unseen
-  /// (bluetoothd sends `PropertiesChanged` at idle priority: while a transfer streams, a
-  /// connection can reach us after the central's subscription reached bluetoothd). The text
-  /// then goes again, as signals, to every subscriber; `StopNotify` ends that subscription
-  /// with the others.
+  /// has read what is queued, hang up so that the next subscription is seen (see above). When
+  /// values were streaming through the socket, also count one subscription of unknown origin:
+  /// the device may have subscribed already, unseen (bluetoothd sends `PropertiesChanged` at
+  /// idle priority, so while it is busy with a transfer a connection can reach us after the
+  /// central's subscription reached bluetoothd). The text then goes again, as signals, to every
+  /// subscriber; `StopNotify` ends that subscription with the others.
   func retireSocketIfShared() async {
     guard let socket = acquired, let registration, sharesAdapter(socket, registration.adapter)
     else { return }
+    // While values stream, bluetoothd's property signals lag behind its ATT traffic.
+    let streaming =
+      socket.sender.unsent > 0 || lastSocketWrite.map { clock.now - $0 < .seconds(2) } == true
     let giveUp = clock.now + .seconds(2)
     while socket.sender.unsent > 0, clock.now < giveUp {
       try? await Task.sleep(for: .milliseconds(2))
@@ -183,8 +187,12 @@ extension BlueZPeripheral {
     guard acquired?.serial == socket.serial else { return }
     releaseSocket()
     logger.info(
-      "another device connected; notifications go as signals from now on, and the text again to every subscriber",
-      metadata: ["ble.connected": "\(adapters.connectedCount(on: registration.adapter))"])
+      "another device connected; notifications go as signals from now on",
+      metadata: [
+        "ble.connected": "\(adapters.connectedCount(on: registration.adapter))",
+        "ble.streaming": "\(streaming)",
+      ])
+    guard streaming else { return }
     subscribed.append(nil)
     hub.yield(.subscribed(central: nil, mtu: nil))
   }

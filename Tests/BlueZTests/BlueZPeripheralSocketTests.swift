@@ -142,7 +142,8 @@ struct BlueZPeripheralSocketTests {
 
       let second = try await fake.addDevice(Base.stranger)
       try await fake.change(second, "org.bluez.Device1", ["Connected": .bool(true)])
-      // The new device may have subscribed unseen: one subscription of unknown origin.
+      // Values were streaming: the new device may have subscribed unseen, one subscription of
+      // unknown origin.
       try await events.next("a possible unseen subscription") {
         $0 == .subscribed(central: nil, mtu: nil)
       }
@@ -180,6 +181,8 @@ struct BlueZPeripheralSocketTests {
       try await fake.change(device, "org.bluez.Device1", ["Connected": .bool(true)])
       let (fd, _) = try await Self.acquire(fake, mtu: 23)
       try await events.next("subscribed") { $0 == .subscribed(central: central, mtu: 23) }
+      // A transfer streams through the socket.
+      try await peripheral.notify([0])
 
       try await fake.change(device, "org.bluez.Device1", ["Connected": .bool(false)])
       try await events.next("unsubscribed") { $0 == .unsubscribed(central: central) }
@@ -196,6 +199,24 @@ struct BlueZPeripheralSocketTests {
       while await Self.read(fd, timeout: .seconds(2)) != nil {}
       #expect(Self.hungUp(fd))
       #expect(try await peripheral.notify([2]) == .unpaced)
+    }
+  }
+
+  @Test("an idle socket is let go of when another device connects, without an unseen subscription")
+  func idleSocketRetiresQuietly() async throws {
+    try await PrivateBus.with { bus in
+      let (fake, peripheral, events, task) = try await Base.advertising(bus)
+      defer { task.cancel() }
+      let first = try await fake.addDevice(Base.central)
+      try await fake.change(first, "org.bluez.Device1", ["Connected": .bool(true)])
+      let (fd, _) = try await Self.acquire(fake, mtu: 23)
+      try await events.next("subscribed") { _ in true }
+      let second = try await fake.addDevice(Base.stranger)
+      try await fake.change(second, "org.bluez.Device1", ["Connected": .bool(true)])
+      while await Self.read(fd, timeout: .seconds(2)) != nil {}
+      #expect(Self.hungUp(fd))
+      #expect(try await peripheral.notify([1]) == .unpaced)
+      #expect(!events.all.contains(.subscribed(central: nil, mtu: nil)))
     }
   }
 
