@@ -179,7 +179,8 @@ extension BlueZPeripheral {
     else { return }
     // While values stream, bluetoothd's property signals lag behind its ATT traffic.
     let streaming =
-      socket.sender.unsent > 0 || lastSocketWrite.map { clock.now - $0 < .seconds(2) } == true
+      socket.sender.unsent > 0
+      || lastSocketWrite.map { clock.now - $0 < .milliseconds(500) } == true
     let giveUp = clock.now + .seconds(2)
     while socket.sender.unsent > 0, clock.now < giveUp {
       try? await Task.sleep(for: .milliseconds(2))
