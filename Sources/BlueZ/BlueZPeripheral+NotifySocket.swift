@@ -24,9 +24,10 @@ import LoopSupport
 ///   every datagram queued and hang up ("retire" the socket): from then on values go as
 ///   signals, and the next central that subscribes is seen (`AcquireNotify`, refused, then
 ///   `StartNotify`). The new device may have subscribed unseen already (bluetoothd emits its
-///   `Connected` change at idle priority, late while a transfer streams), so the text goes
-///   again to every subscriber; a central that subscribed in the middle of a transfer gets
-///   that transfer's tail first (the protocol has no start marker, on either path).
+///   `Connected` change at idle priority, late while it is busy): when no subscription is seen
+///   soon after, the text goes again to every subscriber. A central that subscribed in the
+///   middle of a transfer gets that transfer's tail first (the protocol has no start marker,
+///   on either path).
 /// Devices connected by the central role count too (BlueZ does not say which side a link is):
 /// with both roles on one adapter the socket is used only while nothing else is connected.
 extension BlueZPeripheral {
@@ -78,6 +79,7 @@ extension BlueZPeripheral {
       closed: { [weak self] in
         Task { await self?.socketHungUp(serial) }
       })
+    subscriptionsSeen += 1
     acquired = AcquiredNotify(
       sender: pair.sender, watched: watched, central: options.central,
       devicePath: options.devicePath.flatMap { try? DBusObjectPath($0) }, mtu: mtu,
@@ -123,7 +125,6 @@ extension BlueZPeripheral {
       switch socket.sender.send(value) {
       case .sent:
         counters.notifications += 1
-        lastSocketWrite = clock.now
         return .flowControlled
       case .closed:
         guard acquired?.serial == socket.serial else { return nil }
@@ -168,19 +169,20 @@ extension BlueZPeripheral {
   }
 
   /// Another device connected through the adapter while the socket is held: once bluetoothd
-  /// has read what is queued, hang up so that the next subscription is seen (see above). When
-  /// values were streaming through the socket, also count one subscription of unknown origin:
-  /// the device may have subscribed already, unseen (bluetoothd sends `PropertiesChanged` at
-  /// idle priority, so while it is busy with a transfer a connection can reach us after the
-  /// central's subscription reached bluetoothd). The text then goes again, as signals, to every
-  /// subscriber; `StopNotify` ends that subscription with the others.
+  /// has read what is queued, hang up so that the next subscription is seen (see above).
+  ///
+  /// The device may have subscribed already, unseen: bluetoothd emits `PropertiesChanged` at
+  /// idle priority, so while it is busy (a transfer streaming into a link, or into a dead one
+  /// it keeps failing to write to) a connection reaches us seconds after the central's
+  /// subscription reached bluetoothd. A central that subscribes after the hang-up is seen
+  /// (`StartNotify`); so when no subscription is seen within
+  /// ``BlueZPeripheralConfiguration/unseenSubscriptionGrace`` after it, one subscription of
+  /// unknown origin is counted, and the text goes again, as signals, to every subscriber (a
+  /// device that never subscribed costs one repeated transfer). `StopNotify` ends it with the
+  /// others.
   func retireSocketIfShared() async {
     guard let socket = acquired, let registration, sharesAdapter(socket, registration.adapter)
     else { return }
-    // While values stream, bluetoothd's property signals lag behind its ATT traffic.
-    let streaming =
-      socket.sender.unsent > 0
-      || lastSocketWrite.map { clock.now - $0 < .milliseconds(500) } == true
     let giveUp = clock.now + .seconds(2)
     while socket.sender.unsent > 0, clock.now < giveUp {
       try? await Task.sleep(for: .milliseconds(2))
@@ -189,11 +191,19 @@ extension BlueZPeripheral {
     releaseSocket()
     logger.info(
       "another device connected; notifications go as signals from now on",
-      metadata: [
-        "ble.connected": "\(adapters.connectedCount(on: registration.adapter))",
-        "ble.streaming": "\(streaming)",
-      ])
-    guard streaming else { return }
+      metadata: ["ble.connected": "\(adapters.connectedCount(on: registration.adapter))"])
+    let seen = subscriptionsSeen
+    let epoch = self.epoch
+    Task { [weak self, grace = configuration.unseenSubscriptionGrace] in
+      try? await Task.sleep(for: grace)
+      await self?.countUnseenSubscription(ifNoneSince: seen, epoch: epoch)
+    }
+  }
+
+  /// Counts one subscription of unknown origin unless one was seen since `seen`.
+  func countUnseenSubscription(ifNoneSince seen: Int, epoch: Int) {
+    guard subscriptionsSeen == seen, epoch == self.epoch, registration != nil else { return }
+    logger.info("no subscription seen since another device connected; sending the text again")
     subscribed.append(nil)
     hub.yield(.subscribed(central: nil, mtu: nil))
   }

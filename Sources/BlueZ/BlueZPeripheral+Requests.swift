@@ -78,6 +78,7 @@ extension BlueZPeripheral {
   func startNotify(_ call: DBusMethodCall) throws(DBusError) {
     try checkCaller(call)
     subscribed.append(nil)
+    subscriptionsSeen += 1
     hub.yield(.subscribed(central: nil, mtu: nil))
   }
 

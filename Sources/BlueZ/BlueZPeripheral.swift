@@ -168,8 +168,8 @@ public actor BlueZPeripheral: BLEPeripheral {
   var acquisitions = 0
   /// Watches acquired sockets for bluetoothd's hang-up; made at the first `AcquireNotify`.
   var hangUpWatcher: DatagramReader?
-  /// When a value last went into an acquired socket.
-  var lastSocketWrite: ContinuousClock.Instant?
+  /// Subscriptions bluetoothd told us of (`StartNotify`, `AcquireNotify`) since the start.
+  var subscriptionsSeen = 0
   /// The last MTU reported per central, so each change is reported once.
   var knownMTU: [BluetoothAddress: Int] = [:]
   var counters = Statistics()

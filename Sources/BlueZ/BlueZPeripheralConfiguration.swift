@@ -30,6 +30,10 @@ public struct BlueZPeripheralConfiguration: Sendable, Hashable {
   /// central connected, chunks go through the socket at the rate bluetoothd takes them, with
   /// the central's MTU; otherwise as `PropertiesChanged` signals, paced by the caller.
   public var notifySocket: Bool
+  /// After the notification socket was let go of because another device connected, how long
+  /// to wait for that device's subscription to be seen before assuming it subscribed unseen
+  /// and sending the text again (default 5 s).
+  public var unseenSubscriptionGrace: Duration
 
   /// Makes a configuration.
   ///
@@ -44,12 +48,13 @@ public struct BlueZPeripheralConfiguration: Sendable, Hashable {
   ///   - reconnectDelay: The first reconnection delay.
   ///   - maxReconnectDelay: The longest reconnection delay.
   ///   - notifySocket: Whether bluetoothd may take notifications through a socket.
+  ///   - unseenSubscriptionGrace: How long to wait for a subscription to be seen.
   public init(
     busAddress: String? = nil, objectRoot: String = "/org/gatt2mqtt", eventBufferSize: Int = 1024,
     signalBufferSize: Int = 1024, callTimeout: Duration = .seconds(10),
     retryDelay: Duration = .seconds(1), maxRetryDelay: Duration = .seconds(30),
     reconnectDelay: Duration = .milliseconds(500), maxReconnectDelay: Duration = .seconds(30),
-    notifySocket: Bool = true
+    notifySocket: Bool = true, unseenSubscriptionGrace: Duration = .seconds(5)
   ) {
     self.busAddress = busAddress
     self.objectRoot = objectRoot
@@ -61,6 +66,7 @@ public struct BlueZPeripheralConfiguration: Sendable, Hashable {
     self.reconnectDelay = reconnectDelay
     self.maxReconnectDelay = maxReconnectDelay
     self.notifySocket = notifySocket
+    self.unseenSubscriptionGrace = unseenSubscriptionGrace
   }
 
   /// The bus settings of a session the peripheral makes for itself.
