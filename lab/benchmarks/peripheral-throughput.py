@@ -36,7 +36,7 @@ TIMEOUT = 1800
 SIZE = 65536
 MTUS = (23, 247)
 # Per MTU: "socket" (the notification socket), then the signal path at these intervals (s).
-SWEEP = {23: ("socket", 0.005, 0.01, 0.012, 0.015), 247: ("socket", 0.005, 0.012)}
+SWEEP = {23: ("socket", 0.002, 0.005, 0.01), 247: ("socket", 0.002, 0.005)}
 GRACE = 20  # s after the gateway reported the text sent
 TEXT_TIMEOUT = 240  # s (scaled by LAB_TIME_SCALE): 64 KiB at 10 ms pacing takes about a minute
 SERVICE = "e20a39f4-73f5-4bc4-a12f-17d1ad07a961"

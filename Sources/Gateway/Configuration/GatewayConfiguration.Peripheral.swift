@@ -28,9 +28,9 @@ extension GatewayConfiguration {
     /// Seconds per notification of a transfer sent as a D-Bus signal
     /// (`peripheral.chunk_interval`), which BlueZ sends on without back-pressure: at most one
     /// per interval leaves (a rate, not a pause after each). Notifications through the socket
-    /// (`notifySocket`) are not paced. Default 0.012 (83 per second): in the lab, 100 per
-    /// second stayed intact and 200 lost chunks in bluetoothd's path without an error
-    /// (Benchmarks/README.md, peripheral-throughput).
+    /// (`notifySocket`) are not paced. Default 0.005 (at most 200 per second; in the lab the
+    /// signal path itself carries about 150, every chunk intact: Benchmarks/README.md,
+    /// peripheral-throughput).
     public var chunkInterval: Double
     /// Offer bluetoothd a socket for the notifications (`peripheral.notify_socket`): with one
     /// central connected, a transfer then goes at the rate bluetoothd takes it, in chunks cut
@@ -43,7 +43,7 @@ extension GatewayConfiguration {
       characteristic: String = "08590f7e-db05-467e-8757-72f6faeb13d4",
       writeCharacteristic: String? = nil, localName: String = "gatt2mqtt",
       adapter: String? = nil, requireEncryption: Bool = false, allow: [String] = [],
-      maxTextBytes: Int = 1_048_576, chunkInterval: Double = 0.012, notifySocket: Bool = true
+      maxTextBytes: Int = 1_048_576, chunkInterval: Double = 0.005, notifySocket: Bool = true
     ) {
       self.enabled = enabled
       self.service = service
