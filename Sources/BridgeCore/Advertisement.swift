@@ -89,37 +89,68 @@ public struct Advertisement: Sendable, Hashable {
   ///   - time: When it was received, in seconds since the Unix epoch.
   /// - Returns: The JSON value.
   public func json(gateway: GatewayID, time: Double) -> JSONValue {
-    var object: JSONObject = [
-      "id": .string(address.description), "addr_type": .string(addressType.rawValue),
-    ]
+    (try? JSONValue.parse(jsonBytes(gateway: gateway, time: time))) ?? .null
+  }
+
+  /// The same payload as ``json(gateway:time:)``, as the bytes to publish, written directly
+  /// (no ``JSONValue`` tree): the advertisement path builds one per published advertisement.
+  ///
+  /// - Parameters:
+  ///   - gateway: This gateway.
+  ///   - time: When it was received, in seconds since the Unix epoch.
+  /// - Returns: The compact JSON text, as ``JSONValue/serializedBytes()`` would write it.
+  public func jsonBytes(gateway: GatewayID, time: Double) -> [UInt8] {
+    var writer = JSONWriter()
+    writer.beginObject()
+    writer.key("id")
+    writer.string(address.description)
+    writer.key("addr_type")
+    writer.string(addressType.rawValue)
     if let name {
-      object["name"] = .string(String(decoding: name, as: UTF8.self))
+      writer.key("name")
+      writer.string(String(decoding: name, as: UTF8.self))
       if UTF8Rules.firstInvalidOffset(name) != nil {
-        object["name_hex"] = .string(Hex.encode(name))
+        writer.key("name_hex")
+        writer.hexString(name)
       }
     }
-    if let rssi { object["rssi"] = .integer(Int64(rssi)) }
-    if let txPower { object["txpower"] = .integer(Int64(txPower)) }
+    if let rssi {
+      writer.key("rssi")
+      writer.integer(Int64(rssi))
+    }
+    if let txPower {
+      writer.key("txpower")
+      writer.integer(Int64(txPower))
+    }
     if !manufacturerData.isEmpty {
-      object["manufacturerdata"] = .object(
-        JSONObject(
-          manufacturerData.keys.sorted().map {
-            (Hex.encode(UInt64($0), width: 4), .string(Hex.encode(manufacturerData[$0] ?? [])))
-          }))
+      writer.key("manufacturerdata")
+      writer.beginObject()
+      for company in manufacturerData.keys.sorted() {
+        writer.hexKey(company)
+        writer.hexString(manufacturerData[company] ?? [])
+      }
+      writer.endObject()
     }
     if !serviceData.isEmpty {
-      object["servicedata"] = .object(
-        JSONObject(
-          serviceData.keys.sorted().map {
-            ($0.shortForm, .string(Hex.encode(serviceData[$0] ?? [])))
-          }
-        ))
+      writer.key("servicedata")
+      writer.beginObject()
+      for uuid in serviceData.keys.sorted() {
+        writer.key(uuid.shortForm)
+        writer.hexString(serviceData[uuid] ?? [])
+      }
+      writer.endObject()
     }
     if !serviceUUIDs.isEmpty {
-      object["uuids"] = .array(Set(serviceUUIDs).sorted().map { .string($0.shortForm) })
+      writer.key("uuids")
+      writer.beginArray()
+      for uuid in Set(serviceUUIDs).sorted() { writer.string(uuid.shortForm) }
+      writer.endArray()
     }
-    object["gw"] = .string(gateway.rawValue)
-    object["ts"] = .integer(Timestamps.milliseconds(time))
-    return .object(object)
+    writer.key("gw")
+    writer.string(gateway.rawValue)
+    writer.key("ts")
+    writer.integer(Timestamps.milliseconds(time))
+    writer.endObject()
+    return writer.bytes
   }
 }

@@ -85,7 +85,17 @@ public struct BluetoothAddress: Sendable, Hashable, Comparable, CustomStringConv
 
   /// The canonical form, `AA:BB:CC:DD:EE:FF`.
   public var description: String {
-    bytes.map { Hex.encode([$0]).uppercased() }.joined(separator: ":")
+    var text = [UInt8](repeating: UInt8(ascii: ":"), count: 17)
+    for index in 0..<6 {
+      let byte = UInt8(truncatingIfNeeded: value >> UInt64(40 - 8 * index))
+      text[index * 3] = Self.upperDigit(byte >> 4)
+      text[index * 3 + 1] = Self.upperDigit(byte & 0x0F)
+    }
+    return String(decoding: text, as: UTF8.self)
+  }
+
+  private static func upperDigit(_ nibble: UInt8) -> UInt8 {
+    nibble < 10 ? 0x30 + nibble : 0x37 + nibble
   }
 
   /// The twelve upper-case hex digits without separators, `AABBCCDDEEFF`.

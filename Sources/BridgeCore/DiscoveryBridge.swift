@@ -373,8 +373,8 @@ public struct DiscoveryBridge: Sendable {
       counters.published += 1
       outputs.append(
         .publish(
-          topics.advertisement(record.id),
-          advertisement.json(gateway: topics.gateway, time: now + wallClockOffset),
+          topic: topics.advertisement(record.id),
+          payload: advertisement.jsonBytes(gateway: topics.gateway, time: now + wallClockOffset),
           retain: false))
     }
     // Mutate first, then read: `presenceOutputs(…, presence.record(…))` would borrow a copy of

@@ -26,7 +26,7 @@ extension JSONValue {
     case .bool(let flag): out.append(contentsOf: (flag ? "true" : "false").utf8)
     case .integer(let integer): out.append(contentsOf: String(integer).utf8)
     case .number(let number): writeNumber(number, to: &out)
-    case .string(let string): writeString(string, to: &out)
+    case .string(let string): appendString(string, to: &out)
     case .array(let elements):
       out.append(UInt8(ascii: "["))
       for (index, element) in elements.enumerated() {
@@ -38,7 +38,7 @@ extension JSONValue {
       out.append(UInt8(ascii: "{"))
       for (index, member) in object.enumerated() {
         if index > 0 { out.append(UInt8(ascii: ",")) }
-        writeString(member.key, to: &out)
+        appendString(member.key, to: &out)
         out.append(UInt8(ascii: ":"))
         write(member.value, to: &out)
       }
@@ -60,8 +60,16 @@ extension JSONValue {
     out.append(contentsOf: text.utf8)
   }
 
-  private static func writeString(_ string: String, to out: inout [UInt8]) {
+  /// Appends `string` as a JSON string literal, escaped as ``serialized()`` says.
+  static func appendString(_ string: String, to out: inout [UInt8]) {
     out.append(UInt8(ascii: "\""))
+    // Most strings need no escape: copy their UTF-8 at once.
+    if string.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C && $0 != 0x7F && $0 != 0xE2 }
+    ) {
+      out.append(contentsOf: string.utf8)
+      out.append(UInt8(ascii: "\""))
+      return
+    }
     for scalar in string.unicodeScalars {
       switch scalar {
       case "\"": out.append(contentsOf: #"\""#.utf8)

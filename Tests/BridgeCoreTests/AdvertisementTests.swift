@@ -18,12 +18,45 @@ struct AdvertisementTests {
         BluetoothUUID(uuid16: 0x180F), BluetoothUUID(uuid16: 0x180A),
         BluetoothUUID(uuid16: 0x180F),
       ])
-    let json = advert.json(gateway: Fixture.gateway, time: 1_700_000_000.1234).serialized()
+    let json = String(
+      decoding: advert.jsonBytes(gateway: Fixture.gateway, time: 1_700_000_000.1234),
+      as: UTF8.self)
+    #expect(advert.json(gateway: Fixture.gateway, time: 1_700_000_000.1234).serialized() == json)
     #expect(
       json == #"{"id":"A4:C1:38:1E:29:DF","addr_type":"public","name":"ATC_1E29DF","rssi":-71,"#
         + #""txpower":4,"manufacturerdata":{"004c":"021501","0059":"ab"},"servicedata":{"181a":"01","#
         + #""fcd2":"400001","e20a39f4-73f5-4bc4-a12f-17d1ad07a961":"ff"},"uuids":["180a","180f"],"#
         + #""gw":"pi","ts":1700000000123}"#)
+  }
+
+  @Test(
+    "the bytes written directly are what the JSON tree of the same members serializes to",
+    arguments: hostileNames)
+  func directBytesMatchTheTree(name: [UInt8]) throws {
+    var seed: UInt64 = 0x9E37_79B9_7F4A_7C15 &+ UInt64(name.count)
+    func next() -> UInt64 {
+      seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+      return seed >> 33
+    }
+    for round in 0..<50 {
+      let bytes = (0..<Int(next() % 12)).map { _ in UInt8(truncatingIfNeeded: next()) }
+      let advert = Advertisement(
+        address: try #require(
+          BluetoothAddress(bytes: (0..<6).map { _ in UInt8(truncatingIfNeeded: next()) })),
+        addressType: round.isMultiple(of: 2) ? .public : .random,
+        name: round.isMultiple(of: 3) ? nil : name, rssi: Int(next() % 120) - 110,
+        txPower: round.isMultiple(of: 4) ? nil : Int(next() % 20) - 10,
+        manufacturerData: [UInt16(truncatingIfNeeded: next()): bytes, 0x004C: bytes.reversed()],
+        serviceData: round.isMultiple(of: 5)
+          ? [:]
+          : [
+            BluetoothUUID(uuid16: UInt16(truncatingIfNeeded: next())): bytes,
+            try BluetoothUUID("e20a39f4-73f5-4bc4-a12f-17d1ad07a961"): [],
+          ],
+        serviceUUIDs: [BluetoothUUID(uuid16: 0x180F), BluetoothUUID(uuid16: 0x180A)])
+      let written = advert.jsonBytes(gateway: Fixture.gateway, time: Double(next()) / 1000)
+      #expect(try JSONValue.parse(written).serializedBytes() == written)
+    }
   }
 
   @Test("unknown and empty fields are left out, never null")

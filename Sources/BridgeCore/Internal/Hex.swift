@@ -2,6 +2,12 @@
 enum Hex {
   private static let digits: [UInt8] = Array("0123456789abcdef".utf8)
 
+  /// The lower-case hex digit (ASCII) of a value 0…15.
+  @inline(__always)
+  static func digit(_ nibble: UInt8) -> UInt8 {
+    nibble < 10 ? 0x30 + nibble : 0x57 + nibble
+  }
+
   /// The lower-case hex digits of `bytes`, two per byte, no separators.
   static func encode(_ bytes: some Sequence<UInt8>) -> String {
     var out: [UInt8] = []
