@@ -52,9 +52,11 @@ extension BlueZPeripheral {
   ///   `org.bluez.Error.NotAuthorized` for a caller that is not bluetoothd.
   func acquireNotify(_ call: DBusMethodCall) throws(DBusError) -> [DBusValue] {
     try checkCaller(call)
+    // bluetoothd calls AcquireNotify only while it holds no socket of ours: one we still hold
+    // was closed on its side, its hang-up not handled yet.
+    if let socket = acquired { socketHungUp(socket.serial) }
     let options = PeripheralRequestOptions(call.arguments.first)
-    let connected = registration.map { adapters.connectedCount(on: $0.adapter) } ?? 0
-    if let reason = socketRefusal(options, connected: connected) {
+    if let reason = socketRefusal(options) {
       logger.debug("notifications go as signals", metadata: ["reason": "\(reason)"])
       throw BlueZError.notSupported.reply(reason)
     }
@@ -63,7 +65,9 @@ extension BlueZPeripheral {
     do {
       watcher = try hangUpWatcher ?? DatagramReader(name: "g2m-peripheral-notify")
       hangUpWatcher = watcher
-      pair = try DatagramSender.makePair()
+      // A small buffer: bluetoothd reads it eagerly, and what is in it must be read before the
+      // socket can be let go of.
+      pair = try DatagramSender.makePair(sendBuffer: 32_768)
     } catch {
       throw BlueZError.notSupported.reply("no socket: \(error)")
     }
@@ -96,11 +100,12 @@ extension BlueZPeripheral {
   }
 
   /// Why the socket is not granted now, `nil` when it is.
-  private func socketRefusal(_ options: PeripheralRequestOptions, connected: Int) -> String? {
+  private func socketRefusal(_ options: PeripheralRequestOptions) -> String? {
     guard configuration.notifySocket else { return "peripheral.notify_socket is off" }
-    guard acquired == nil else { return "a socket is held already" }
-    guard connected <= 1 else {
-      return "\(connected) devices are connected through the adapter"
+    guard let registration else { return "the service is not registered" }
+    let own = options.devicePath.flatMap { try? DBusObjectPath($0) }
+    guard !otherDeviceConnected(than: own, on: registration.adapter) else {
+      return "\(adapters.connectedCount(on: registration.adapter)) devices are connected"
     }
     if let allowed = definition?.allowedCentrals, !allowed.isEmpty {
       guard let central = options.central, allowed.contains(central) else {
@@ -130,7 +135,13 @@ extension BlueZPeripheral {
         guard acquired?.serial == socket.serial else { return nil }
         socketHungUp(socket.serial)
         throw CentralError(.notConnected, message: "no central is subscribed")
+      case .refused(let code):
+        throw CentralError(
+          .bluezError, message: "the notification socket refused the value (errno \(code))")
       case .full:
+        guard !Task.isCancelled else {
+          throw CentralError(.aborted, message: "the notification was cancelled")
+        }
         guard clock.now < giveUp else {
           throw CentralError(.timeout, message: "bluetoothd took no notification for too long")
         }
@@ -158,7 +169,8 @@ extension BlueZPeripheral {
   /// A device disconnected: a subscription of that central (known from `AcquireNotify`) ends
   /// now. bluetoothd itself ends it only once it has failed to send everything it queued for
   /// the dead link, which takes as long as the transfer keeps feeding it. The socket stays
-  /// until bluetoothd hangs up or another device connects.
+  /// until bluetoothd hangs up or another device connects. (Bonded devices are not reported
+  /// here: their subscription outlives the link.)
   func centralDisconnected(_ path: DBusObjectPath) {
     guard let central = BlueZDevice.address(fromPath: path),
       let index = subscribed.firstIndex(of: central)
@@ -176,41 +188,54 @@ extension BlueZPeripheral {
   /// it keeps failing to write to) a connection reaches us seconds after the central's
   /// subscription reached bluetoothd. A central that subscribes after the hang-up is seen
   /// (`StartNotify`); so when no subscription is seen within
-  /// ``BlueZPeripheralConfiguration/unseenSubscriptionGrace`` after it, one subscription of
-  /// unknown origin is counted, and the text goes again, as signals, to every subscriber (a
-  /// device that never subscribed costs one repeated transfer). `StopNotify` ends it with the
-  /// others.
+  /// ``BlueZPeripheralConfiguration/unseenSubscriptionGrace`` after it, and bluetoothd's count
+  /// did not drop to zero meanwhile, one subscription of unknown origin is counted, and the
+  /// text goes again, as signals, to every subscriber (a device that never subscribed costs
+  /// one repeated transfer). `StopNotify` ends it with the others.
   func retireSocketIfShared() async {
-    guard let socket = acquired, let registration, sharesAdapter(socket, registration.adapter)
+    guard !retiring, let socket = acquired, let registration,
+      otherDeviceConnected(than: socket.devicePath, on: registration.adapter)
     else { return }
+    retiring = true
+    defer { retiring = false }
     let giveUp = clock.now + .seconds(2)
     while socket.sender.unsent > 0, clock.now < giveUp {
       try? await Task.sleep(for: .milliseconds(2))
     }
     guard acquired?.serial == socket.serial else { return }
+    if socket.sender.unsent > 0 {
+      logger.warning(
+        "bluetoothd did not read the notification socket for 2 s; letting go of it anyway",
+        metadata: ["ble.unsent_bytes": "\(socket.sender.unsent)"])
+    }
     releaseSocket()
     logger.info(
       "another device connected; notifications go as signals from now on",
       metadata: ["ble.connected": "\(adapters.connectedCount(on: registration.adapter))"])
     let seen = subscriptionsSeen
+    let ends = subscriptionEnds
     let epoch = self.epoch
     Task { [weak self, grace = configuration.unseenSubscriptionGrace] in
       try? await Task.sleep(for: grace)
-      await self?.countUnseenSubscription(ifNoneSince: seen, epoch: epoch)
+      await self?.countUnseenSubscription(ifNoneSince: seen, ends: ends, epoch: epoch)
     }
   }
 
-  /// Counts one subscription of unknown origin unless one was seen since `seen`.
-  func countUnseenSubscription(ifNoneSince seen: Int, epoch: Int) {
-    guard subscriptionsSeen == seen, epoch == self.epoch, registration != nil else { return }
+  /// Counts one subscription of unknown origin unless one was seen, or every one ended, since
+  /// the socket was let go of.
+  func countUnseenSubscription(ifNoneSince seen: Int, ends: Int, epoch: Int) {
+    guard subscriptionsSeen == seen, subscriptionEnds == ends, epoch == self.epoch,
+      registration != nil
+    else { return }
     logger.info("no subscription seen since another device connected; sending the text again")
     subscribed.append(nil)
     hub.yield(.subscribed(central: nil, mtu: nil))
   }
 
-  /// Whether a device other than the socket's central is connected through `adapter`.
-  private func sharesAdapter(_ socket: AcquiredNotify, _ adapter: DBusObjectPath) -> Bool {
-    guard let own = socket.devicePath else { return adapters.connectedCount(on: adapter) > 1 }
+  /// Whether a device other than `own` (the socket's central; `nil`: unknown) is connected
+  /// through `adapter`.
+  func otherDeviceConnected(than own: DBusObjectPath?, on adapter: DBusObjectPath) -> Bool {
+    guard let own else { return adapters.connectedCount(on: adapter) > 1 }
     let prefix = adapter.rawValue + "/"
     return adapters.connected.contains { $0 != own && $0.rawValue.hasPrefix(prefix) }
   }

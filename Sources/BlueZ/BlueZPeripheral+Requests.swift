@@ -77,6 +77,9 @@ extension BlueZPeripheral {
   /// the central and its MTU are unknown here.
   func startNotify(_ call: DBusMethodCall) throws(DBusError) {
     try checkCaller(call)
+    // bluetoothd calls StartNotify only while it holds no socket of ours: one we still hold
+    // was closed on its side, its hang-up not handled yet.
+    if let socket = acquired { socketHungUp(socket.serial) }
     subscribed.append(nil)
     subscriptionsSeen += 1
     hub.yield(.subscribed(central: nil, mtu: nil))
@@ -95,6 +98,7 @@ extension BlueZPeripheral {
   /// lets go of an acquired socket.
   func endSubscriptions() {
     releaseSocket()
+    subscriptionEnds += 1
     let ended = subscribed
     subscribed = []
     for central in ended { hub.yield(.unsubscribed(central: central)) }

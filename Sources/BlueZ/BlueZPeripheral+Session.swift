@@ -41,11 +41,14 @@ extension BlueZPeripheral: BlueZSessionClient {
       break
     case .signal(let signal):
       guard synced else { return }
+      let connectedBefore = adapters.connected
       if adapters.apply(signal) { kick() }
       for path in adapters.takeDisconnected() { centralDisconnected(path) }
       // (not awaited here: the retirement may wait for bluetoothd to read what is queued,
       // and the session's other clients wait for this handler)
-      if acquired != nil { Task { await self.retireSocketIfShared() } }
+      if acquired != nil, !retiring, adapters.connected != connectedBefore {
+        Task { await self.retireSocketIfShared() }
+      }
     case .closed:
       connection = nil
       dropStack()

@@ -39,9 +39,11 @@ import LoopSupport
 /// (no options) for every central that subscribes and `StopNotify` only when the last one has
 /// left, so each `StartNotify` reports ``PeripheralEvent/subscribed(central:mtu:)`` with no
 /// central, and `StopNotify` (or the loss of the registration) reports one
-/// ``PeripheralEvent/unsubscribed(central:)`` per subscription still counted. `NotifyAcquired`
-/// is not exposed: bluetoothd would use `AcquireNotify` for the first central only. Only the
-/// current owner of `org.bluez` may call our methods.
+/// ``PeripheralEvent/unsubscribed(central:)`` per subscription still counted. With
+/// ``BlueZPeripheralConfiguration/notifySocket`` the characteristic also offers bluetoothd a
+/// socket (`NotifyAcquired`, `AcquireNotify`), which ``notify(_:)`` uses while one device is
+/// connected (see `BlueZPeripheral+NotifySocket.swift`). Only the current owner of `org.bluez`
+/// may call our methods.
 ///
 /// Events (``peripheralEvents()``): each subscriber buffers at most
 /// ``BlueZPeripheralConfiguration/eventBufferSize`` events and drops its **oldest** when full
@@ -170,6 +172,11 @@ public actor BlueZPeripheral: BLEPeripheral {
   var hangUpWatcher: DatagramReader?
   /// Subscriptions bluetoothd told us of (`StartNotify`, `AcquireNotify`) since the start.
   var subscriptionsSeen = 0
+  /// How many times bluetoothd's count of subscriptions dropped to zero (`StopNotify`, the
+  /// socket's hang-up, the stack's loss).
+  var subscriptionEnds = 0
+  /// Whether a retirement of the socket is waiting for bluetoothd to read what is queued.
+  var retiring = false
   /// The last MTU reported per central, so each change is reported once.
   var knownMTU: [BluetoothAddress: Int] = [:]
   var counters = Statistics()
@@ -299,18 +306,18 @@ public actor BlueZPeripheral: BLEPeripheral {
   ///   for ``BlueZPeripheralConfiguration/callTimeout``, or the bus's error.
   @discardableResult
   public func notify(_ value: [UInt8]) async throws(CentralError) -> NotificationPath {
-    guard let registration, registration.applicationRegistered, registration.epoch == epoch,
-      let connection, connection === registration.connection
-    else {
-      throw CentralError(.unavailable, message: "the peripheral service is not registered")
+    _ = try notifiableConnection()
+    if acquired != nil {
+      // Values queued in the socket must reach bluetoothd before any value goes as a signal.
+      await retireSocketIfShared()
+      while retiring { try? await Task.sleep(for: .milliseconds(2)) }
     }
-    guard notifying else {
-      throw CentralError(.notConnected, message: "no central is subscribed")
-    }
-    if acquired != nil { await retireSocketIfShared() }
-    if let acquired {
+    // (an empty value would read as the end of the socket to bluetoothd: it goes as a signal)
+    if let acquired, !value.isEmpty {
       if let path = try await send(value, through: acquired) { return path }
     }
+    // Checked again: the socket's end or the stack's may have come while this call waited.
+    let connection = try notifiableConnection()
     do {
       try await connection.emitPropertiesChanged(
         path: paths.characteristic, interface: BlueZNames.gattCharacteristic,
@@ -320,6 +327,20 @@ public actor BlueZPeripheral: BLEPeripheral {
     }
     counters.notifications += 1
     return .unpaced
+  }
+
+  /// The connection to notify on, when the application is registered on it and a central is
+  /// subscribed.
+  private func notifiableConnection() throws(CentralError) -> DBusConnection {
+    guard let registration, registration.applicationRegistered, registration.epoch == epoch,
+      let connection, connection === registration.connection
+    else {
+      throw CentralError(.unavailable, message: "the peripheral service is not registered")
+    }
+    guard notifying else {
+      throw CentralError(.notConnected, message: "no central is subscribed")
+    }
+    return connection
   }
 
   /// The counters now.

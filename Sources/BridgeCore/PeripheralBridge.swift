@@ -83,10 +83,20 @@ public struct PeripheralBridge: Sendable {
   /// Whether any central is subscribed.
   public var hasSubscribers: Bool { anonymous > 0 || !subscribers.isEmpty }
 
-  /// The chunk MTU: the smallest known MTU among subscribers, else the default.
+  /// The chunk MTU: the smallest MTU any subscriber may have.
+  ///
+  /// Subscribers the stack named come with their MTU. Anonymous ones (BlueZ's `StartNotify`
+  /// tells neither who nor the MTU) can only have an MTU learned from a central that is not a
+  /// named subscriber (its read or write); when fewer such MTUs are known than anonymous
+  /// subscribers, one of them may be at the default (23), and so are the chunks.
   public var mtu: Int {
-    let known = subscribers.keys.compactMap { mtus[$0] }
-    return known.min() ?? (mtus.values.min() ?? TransferChunker.defaultMTU)
+    let named = subscribers.keys.compactMap { mtus[$0] }
+    guard anonymous > 0 else {
+      return named.min() ?? (mtus.values.min() ?? TransferChunker.defaultMTU)
+    }
+    let others = mtus.filter { subscribers[$0.key] == nil }.map(\.value)
+    guard others.count >= anonymous else { return TransferChunker.defaultMTU }
+    return min(named.min() ?? Int.max, others.min() ?? Int.max)
   }
 
   /// A new text arrived on `<base>/bridge/<gw>/peripheral/text/set`.

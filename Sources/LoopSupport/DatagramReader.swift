@@ -114,8 +114,10 @@ public final class DatagramReader: Sendable {
     guard let entry = entries.withLock({ $0[fd] }) else { return }
     entry.state.withLock { state in
       guard !state.removed else { return }
-      if !state.ended { _ = read(entry, &state) }
       state.removed = true
+      // An ended socket may be closed by the reader thread already, and its number reused.
+      guard !state.ended else { return }
+      _ = read(entry, &state)
       _ = shutdown(state.fd, Int32(SHUT_RDWR))
     }
     _ = mailbox.post(.changed)

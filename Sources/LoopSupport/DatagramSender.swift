@@ -19,6 +19,9 @@ public final class DatagramSender: Sendable {
     case full
     /// The reader hung up (or the socket was shut down); nothing was queued.
     case closed
+    /// The system refused the datagram (too long for the socket, out of memory, …); nothing
+    /// was queued, the socket stays usable.
+    case refused(errno: Int32)
   }
 
   /// The descriptor; -1 once closed.
@@ -85,7 +88,8 @@ public final class DatagramSender: Sendable {
         switch errno {
         case EINTR: continue
         case EAGAIN, EWOULDBLOCK, ENOBUFS: return .full
-        default: return .closed
+        case EPIPE, ECONNRESET, ENOTCONN, EBADF: return .closed
+        case let code: return .refused(errno: code)
         }
       }
     }
@@ -119,8 +123,8 @@ public final class DatagramSender: Sendable {
     fd.withLock { fd in
       guard fd >= 0 else { return 0 }
       var count: Int32 = 0
-      // SIOCOUTQ is TIOCOUTQ (0x5411) on Linux.
-      return ioctl(fd, 0x5411, &count) == 0 ? Int(count) : 0
+      // SIOCOUTQ is TIOCOUTQ on Linux.
+      return ioctl(fd, UInt(TIOCOUTQ), &count) == 0 ? Int(count) : 0
     }
   }
 

@@ -36,6 +36,25 @@ struct BlueZPeripheralSocketTests {
     return (fake, peripheral, events, task)
   }
 
+  /// A device connected through `hci0`, as bluetoothd shows one; returns its path.
+  @discardableResult
+  static func connected(_ fake: FakeBlueZ, _ address: String) async throws -> String {
+    let path = try await fake.addDevice(address)
+    try await fake.change(path, "org.bluez.Device1", ["Connected": .bool(true)])
+    return path
+  }
+
+  /// The `PropertiesChanged` signals of the object at `path` from now on.
+  static func propertiesChanged(_ fake: FakeBlueZ, _ path: String) async throws -> Recorder<
+    DBusSignal
+  > {
+    Recorder(
+      try await fake.connection.signals(
+        matching: DBusMatchRule(
+          interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+          path: try DBusObjectPath(path))))
+  }
+
   /// Calls `AcquireNotify` as bluetoothd does for `central` with `mtu`.
   static func acquire(_ fake: FakeBlueZ, central: String = Base.central, mtu: UInt16)
     async throws -> (DBusFileDescriptor, UInt16)
@@ -82,11 +101,7 @@ struct BlueZPeripheralSocketTests {
       #expect(
         try fake.application().objects[path]?[Base.characteristicInterface]?["NotifyAcquired"]
           == .bool(false))
-      let signals = Recorder(
-        try await fake.connection.signals(
-          matching: DBusMatchRule(
-            interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
-            path: try DBusObjectPath(path))))
+      let signals = try await Self.propertiesChanged(fake, path)
 
       let (fd, mtu) = try await Self.acquire(fake, mtu: 185)
       #expect(mtu == 185)
@@ -154,30 +169,27 @@ struct BlueZPeripheralSocketTests {
       let (fake, peripheral, events, task) = try await Self.advertising(bus)
       defer { task.cancel() }
       let path = try Base.characteristicPath(fake)
-      let first = try await fake.addDevice(Base.central)
-      try await fake.change(first, "org.bluez.Device1", ["Connected": .bool(true)])
+      try await Self.connected(fake, Base.central)
       let (fd, _) = try await Self.acquire(fake, mtu: 23)
       try await events.next("subscribed") { _ in true }
       for index in 0..<10 { try await peripheral.notify([UInt8(index)]) }
 
-      let second = try await fake.addDevice(Base.stranger)
-      try await fake.change(second, "org.bluez.Device1", ["Connected": .bool(true)])
+      try await Self.connected(fake, Base.stranger)
+      // The socket is let go of only once bluetoothd has read what is queued.
+      try await Task.sleep(for: .milliseconds(300))
+      #expect(!Self.hungUp(fd), "let go of before bluetoothd read the queued values")
+      // Everything queued before the retirement is read, then the end.
+      var received: [[UInt8]] = []
+      while let value = await Self.read(fd) { received.append(value) }
+      #expect(received == (0..<10).map { [UInt8($0)] })
+      #expect(Self.hungUp(fd))
       // No subscription seen after that: the new device may have subscribed unseen, one
       // subscription of unknown origin.
       try await events.next("a possible unseen subscription") {
         $0 == .subscribed(central: nil, mtu: nil)
       }
-      // Everything queued before the retirement is still read, then the end.
-      var received: [[UInt8]] = []
-      while let value = await Self.read(fd) { received.append(value) }
-      #expect(received == (0..<10).map { [UInt8($0)] })
-      #expect(Self.hungUp(fd))
 
-      let signals = Recorder(
-        try await fake.connection.signals(
-          matching: DBusMatchRule(
-            interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
-            path: try DBusObjectPath(path))))
+      let signals = try await Self.propertiesChanged(fake, path)
       // The subscription stays: bluetoothd still counts it.
       #expect(try await peripheral.notify([0xEE]) == .unpaced)
       try await Base.eventually("the value as a signal") { !signals.all.isEmpty }
@@ -197,8 +209,7 @@ struct BlueZPeripheralSocketTests {
       let (fake, peripheral, events, task) = try await Self.advertising(bus)
       defer { task.cancel() }
       let central = try BluetoothAddress(Base.central)
-      let device = try await fake.addDevice(Base.central)
-      try await fake.change(device, "org.bluez.Device1", ["Connected": .bool(true)])
+      let device = try await Self.connected(fake, Base.central)
       let (fd, _) = try await Self.acquire(fake, mtu: 23)
       try await events.next("subscribed") { $0 == .subscribed(central: central, mtu: 23) }
       // A transfer streams through the socket.
@@ -211,8 +222,7 @@ struct BlueZPeripheralSocketTests {
 
       // A new central connects before bluetoothd let go of the old one's subscription: it may
       // have subscribed through the old socket, unseen.
-      let next = try await fake.addDevice(Base.stranger)
-      try await fake.change(next, "org.bluez.Device1", ["Connected": .bool(true)])
+      try await Self.connected(fake, Base.stranger)
       try await events.next("a possible unseen subscription") {
         $0 == .subscribed(central: nil, mtu: nil)
       }
@@ -229,12 +239,10 @@ struct BlueZPeripheralSocketTests {
     try await PrivateBus.with { bus in
       let (fake, _, events, task) = try await Self.advertising(bus)
       defer { task.cancel() }
-      let first = try await fake.addDevice(Base.central)
-      try await fake.change(first, "org.bluez.Device1", ["Connected": .bool(true)])
+      try await Self.connected(fake, Base.central)
       let (fd, _) = try await Self.acquire(fake, mtu: 23)
       try await events.next("subscribed") { _ in true }
-      let second = try await fake.addDevice(Base.stranger)
-      try await fake.change(second, "org.bluez.Device1", ["Connected": .bool(true)])
+      try await Self.connected(fake, Base.stranger)
       while await Self.read(fd, timeout: .seconds(2)) != nil {}
       #expect(Self.hungUp(fd))
       // The new central subscribes: AcquireNotify refused, then StartNotify, as bluetoothd does.

@@ -59,6 +59,15 @@ struct AdvertisementTests {
     }
   }
 
+  @Test("DEL, U+2028 and U+2029 are escaped; other non-ASCII characters stay UTF-8")
+  func escapes() {
+    let advert = Advertisement(
+      address: Fixture.address("C0:00:00:00:00:01"),
+      name: Array("a\u{7F}b\u{2028}c\u{2029}€😀\"\\\n".utf8))
+    let text = String(decoding: advert.jsonBytes(gateway: Fixture.gateway, time: 0), as: UTF8.self)
+    #expect(text.contains(#""name":"a\u007fb\u2028c\u2029€😀\"\\\n","gw""#))
+  }
+
   @Test("unknown and empty fields are left out, never null")
   func absentKeys() {
     let advert = Advertisement(address: Fixture.address("C0:00:00:00:00:01"), addressType: .random)

@@ -26,6 +26,24 @@ struct PeripheralBridgeTests {
     return (sent, events)
   }
 
+  @Test(
+    "an anonymous subscriber counts at the default MTU unless a central that is not a named subscriber told its MTU"
+  )
+  func anonymousSubscribersLimitTheChunks() throws {
+    let other = try BluetoothAddress("66:55:44:33:22:11")
+    var bridge = advertising()
+    _ = bridge.handle(.subscribed(central: central, mtu: 247), now: 0)
+    #expect(bridge.mtu == 247)
+    // The socket was let go of; a second central subscribed through StartNotify.
+    _ = bridge.handle(.subscribed(central: nil, mtu: nil), now: 0)
+    #expect(bridge.mtu == 23)
+    // The second central read the characteristic, which told its MTU.
+    _ = bridge.handle(.mtu(central: other, mtu: 100), now: 0)
+    #expect(bridge.mtu == 100)
+    _ = bridge.handle(.mtu(central: other, mtu: 517), now: 0)
+    #expect(bridge.mtu == 247)
+  }
+
   @Test("the sent event says which path the transfer took: socket, signals, or both")
   func sentEventNamesThePath() throws {
     let cases: [([NotificationPath], String)] = [

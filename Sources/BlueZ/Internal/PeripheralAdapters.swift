@@ -31,8 +31,28 @@ struct PeripheralAdapters: Sendable {
   /// peripheral role, and the peripherals the central role connected to (BlueZ does not say
   /// which is which).
   private(set) var connected: Set<DBusObjectPath> = []
-  /// Devices that disconnected (or went) since ``takeDisconnected()`` was last called.
+  /// Devices that disconnected (or went) since ``takeDisconnected()`` was last called, bonded
+  /// ones left out (bluetoothd keeps their subscriptions across links).
   private var disconnected: [DBusObjectPath] = []
+  /// Devices paired or bonded (`Device1.Paired`, `Device1.Bonded`).
+  private var bonded: Set<DBusObjectPath> = []
+
+  /// Notes what `properties` of `Device1` at `path` say about the link and the bond.
+  private mutating func noteDevice(_ path: DBusObjectPath, _ properties: [String: DBusValue]) {
+    if properties["Paired"] == .bool(true) || properties["Bonded"] == .bool(true) {
+      bonded.insert(path)
+    } else if properties["Paired"] == .bool(false) && properties["Bonded"] != .bool(true) {
+      bonded.remove(path)
+    }
+    switch properties["Connected"] {
+    case .bool(true)?:
+      connected.insert(path)
+    case .bool(false)?:
+      if connected.remove(path) != nil, !bonded.contains(path) { disconnected.append(path) }
+    default:
+      break
+    }
+  }
 
   /// The devices that disconnected or went since the last call.
   mutating func takeDisconnected() -> [DBusObjectPath] {
@@ -57,11 +77,12 @@ struct PeripheralAdapters: Sendable {
     }
     entries = [:]
     connected = []
+    bonded = []
     for (key, value) in objects {
       guard case .objectPath(let path) = key,
         let interfaces = BlueZObjectModel.interfaces(value)
       else { continue }
-      if interfaces[BlueZNames.device]?["Connected"] == .bool(true) { connected.insert(path) }
+      if let device = interfaces[BlueZNames.device] { noteDevice(path, device) }
       guard let properties = interfaces[BlueZNames.adapter] else { continue }
       entries[path] = Entry(
         adapter: BlueZAdapter(path: path, properties: properties),
@@ -79,7 +100,7 @@ struct PeripheralAdapters: Sendable {
       guard signal.arguments.count == 2, case .objectPath(let path) = signal.arguments[0],
         let interfaces = BlueZObjectModel.interfaces(signal.arguments[1])
       else { return false }
-      if interfaces[BlueZNames.device]?["Connected"] == .bool(true) { connected.insert(path) }
+      if let device = interfaces[BlueZNames.device] { noteDevice(path, device) }
       if var entry = entries[path] {
         entry.interfaces.formUnion(interfaces.keys)
         if let properties = interfaces[BlueZNames.adapter] {
@@ -95,8 +116,9 @@ struct PeripheralAdapters: Sendable {
       guard signal.arguments.count == 2, case .objectPath(let path) = signal.arguments[0],
         let names = signal.arguments[1].arrayValues?.compactMap(\.stringValue)
       else { return false }
-      if names.contains(BlueZNames.device), connected.remove(path) != nil {
-        disconnected.append(path)
+      if names.contains(BlueZNames.device) {
+        if connected.remove(path) != nil, !bonded.contains(path) { disconnected.append(path) }
+        bonded.remove(path)
       }
       guard var entry = entries[path] else { return false }
       entry.interfaces.subtract(names)
@@ -133,6 +155,7 @@ struct PeripheralAdapters: Sendable {
     entries = [:]
     connected = []
     disconnected = []
+    bonded = []
   }
 
   /// What decides the choice: path, id, power and capability of each adapter.

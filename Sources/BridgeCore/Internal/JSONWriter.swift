@@ -12,27 +12,10 @@ struct JSONWriter {
     bytes.reserveCapacity(capacity)
   }
 
-  mutating func beginObject() {
-    separate()
-    bytes.append(UInt8(ascii: "{"))
-    needsComma = false
-  }
-
-  mutating func endObject() {
-    bytes.append(UInt8(ascii: "}"))
-    needsComma = true
-  }
-
-  mutating func beginArray() {
-    separate()
-    bytes.append(UInt8(ascii: "["))
-    needsComma = false
-  }
-
-  mutating func endArray() {
-    bytes.append(UInt8(ascii: "]"))
-    needsComma = true
-  }
+  mutating func beginObject() { open(UInt8(ascii: "{")) }
+  mutating func endObject() { close(UInt8(ascii: "}")) }
+  mutating func beginArray() { open(UInt8(ascii: "[")) }
+  mutating func endArray() { close(UInt8(ascii: "]")) }
 
   /// A member name.
   mutating func key(_ name: String) {
@@ -76,6 +59,17 @@ struct JSONWriter {
     separate()
     // (a String of at most 20 ASCII characters is stored inline: no allocation)
     bytes.append(contentsOf: String(value).utf8)
+    needsComma = true
+  }
+
+  private mutating func open(_ bracket: UInt8) {
+    separate()
+    bytes.append(bracket)
+    needsComma = false
+  }
+
+  private mutating func close(_ bracket: UInt8) {
+    bytes.append(bracket)
     needsComma = true
   }
 
