@@ -26,6 +26,9 @@ public struct AdapterInfo: Sendable, Hashable {
   public var discovering: Bool
   /// Whether the gateway is power-cycling the adapter to recover it.
   public var resetting: Bool
+  /// The version of the Bluetooth stack that serves the adapter (bluetoothd's, e.g. `5.66`),
+  /// when the stack says.
+  public var stackVersion: String?
 
   /// Makes an adapter description.
   ///
@@ -37,9 +40,10 @@ public struct AdapterInfo: Sendable, Hashable {
   ///   - powered: Whether it is powered on.
   ///   - discovering: Whether it is scanning.
   ///   - resetting: Whether the gateway is power-cycling it.
+  ///   - stackVersion: The version of the stack that serves it, when known.
   public init(
     id: String, address: BluetoothAddress? = nil, name: String? = nil, present: Bool = true,
-    powered: Bool, discovering: Bool = false, resetting: Bool = false
+    powered: Bool, discovering: Bool = false, resetting: Bool = false, stackVersion: String? = nil
   ) {
     self.id = id
     self.address = address
@@ -48,6 +52,7 @@ public struct AdapterInfo: Sendable, Hashable {
     self.powered = powered
     self.discovering = discovering
     self.resetting = resetting
+    self.stackVersion = stackVersion
   }
 
   /// The published state: ``State/unavailable`` when not present, else ``State/resetting`` while

@@ -162,6 +162,59 @@ public struct AdapterTracker: Sendable {
     return allowedAdapters.isEmpty || allowedAdapters.contains(id)
   }
 
+  /// What keeps the Bluetooth side from doing its job now, one sentence each (empty when
+  /// nothing does), for health's `reasons`: no adapter at all; a configured adapter absent,
+  /// powered off or being reset (without `bluetooth.adapters`, only when no adapter is
+  /// powered); a powered adapter that should scan and does not.
+  public var problems: [String] {
+    var problems: [String] = []
+    if !adapters.values.contains(where: \.present) {
+      return ["no Bluetooth adapter (is bluetoothd running?)"]
+    }
+    let watched =
+      allowedAdapters.isEmpty
+      ? (adapters.values.contains { $0.state == .poweredOn }
+        ? [] : adapters.values.filter(\.present).map(\.id).sorted())
+      : allowedAdapters.sorted()
+    for id in watched {
+      switch adapters[id]?.state {
+      case nil, .unavailable?:
+        problems.append("adapter \(id) (bluetooth.adapters) is not present")
+      case .poweredOff?: problems.append("adapter \(id) is powered off")
+      case .resetting?: problems.append("adapter \(id) is being reset")
+      case .poweredOn?: break
+      }
+    }
+    for id in adapters.keys.sorted() where shouldDiscover(id) && adapters[id]?.discovering == false
+    {
+      problems.append("adapter \(id) is not scanning although asked to")
+    }
+    return problems
+  }
+
+  /// The adapters in a few words for `systemctl status`: `adapter hci0 on, scanning`,
+  /// `adapters hci0 on, hci1 off`, `no adapter`.
+  public var summary: String {
+    let present = adapters.keys.sorted().compactMap { adapters[$0] }.filter(\.present)
+    guard !present.isEmpty else { return "no adapter" }
+    let words = present.map { adapter in
+      let state =
+        switch adapter.state {
+        case .poweredOn: adapter.discovering ? "on, scanning" : "on"
+        case .poweredOff: "off"
+        case .resetting: "resetting"
+        case .unavailable: "unavailable"
+        }
+      return "\(adapter.id) \(state)"
+    }
+    return (present.count == 1 ? "adapter " : "adapters ") + words.joined(separator: ", ")
+  }
+
+  /// The version of the Bluetooth stack as the adapters report it, if one does.
+  public var stackVersion: String? {
+    adapters.keys.sorted().lazy.compactMap { self.adapters[$0]?.stackVersion }.first
+  }
+
   /// The payload of `<base>/bridge/<gw>/adapters`: an array of ``AdapterInfo/json`` sorted by id.
   public var json: JSONValue {
     .array(adapters.keys.sorted().compactMap { adapters[$0]?.json })

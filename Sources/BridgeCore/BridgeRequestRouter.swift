@@ -54,9 +54,8 @@ public struct BridgeRequestRouter: Sendable {
     }
     switch verb {
     case "health_check":
-      var data: JSONObject = ["healthy": true]
-      if case .object(let figures) = health().json {
-        for (key, value) in figures { data[key] = value }
+      guard case .object(let data) = health().json else {
+        return answer(.success(transaction: nil))
       }
       return answer(.success(data, transaction: nil))
     case "scan":

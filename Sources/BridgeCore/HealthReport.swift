@@ -30,6 +30,8 @@ public struct HealthReport: Sendable, Hashable {
   public var repliesRefused: UInt64 = 0
   /// Publishes per second since the previous report.
   public var publishRate: Double
+  /// Why the gateway is not healthy, one sentence each: empty when it is (``healthy``).
+  public var reasons: [String] = []
   /// Further sections from the gateway's parts (for example `"discovery"`), added as they are.
   public var sections: JSONObject = JSONObject()
 
@@ -52,10 +54,16 @@ public struct HealthReport: Sendable, Hashable {
     self.publishRate = publishRate
   }
 
-  /// The JSON payload published on the health topic.
+  /// Whether the gateway does its job: no ``reasons`` against it.
+  public var healthy: Bool { reasons.isEmpty }
+
+  /// The JSON payload published on the health topic (and `health_check`'s `data`):
+  /// `{"healthy":false,"reasons":["not connected to the MQTT broker"],"uptime":…}`.
   public var json: JSONValue {
     let rss: JSONValue = residentMemoryBytes.map { .integer(Int64($0)) } ?? .null
     var object: JSONObject = [
+      "healthy": .bool(healthy),
+      "reasons": .array(reasons.map { .string($0) }),
       "uptime": .number((uptime * 10).rounded() / 10),
       "rss_bytes": rss,
       "rates": ["publishes_per_s": .number((publishRate * 100).rounded() / 100)],

@@ -143,6 +143,15 @@ public final class CentralRoleService: Sendable {
     }
   }
 
+  /// What keeps the central role from doing its job (``AdapterTracker/problems``).
+  public var adapterProblems: [String] { driver.read { $0.discovery.adapters.problems } }
+
+  /// The adapters in a few words (``AdapterTracker/summary``).
+  public var adapterSummary: String { driver.read { $0.discovery.adapters.summary } }
+
+  /// bluetoothd's version as its adapters report it, once one is known.
+  public var stackVersion: String? { driver.read { $0.discovery.adapters.stackVersion } }
+
   /// Discovery figures for the health message.
   public var discoveryHealthJSON: JSONObject { driver.read { $0.discovery.healthJSON } }
 

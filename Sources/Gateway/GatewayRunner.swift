@@ -88,8 +88,9 @@ public enum GatewayRunner {
     public var peripheral: (any BLEPeripheral)?
     /// Services to run before the gateway's (they stop after it).
     public var services: [ServiceGroupConfiguration.ServiceConfiguration]
-    /// Checks that the radio's own threads answer (the systemd watchdog's; none by default).
-    public var liveness: [@Sendable () async -> Bool] = []
+    /// Checks that the radio's own threads answer (the systemd watchdog's and health's; none by
+    /// default).
+    public var liveness: [LivenessCheck] = []
   }
 
   /// Builds the radio `bluetooth.radio` asks for.
@@ -134,7 +135,9 @@ public enum GatewayRunner {
         .init(service: RadioService { await central.run() }),
         .init(service: RadioService { await peripheral.run() }),
       ],
-      liveness: [{ await session.ping(timeout: .seconds(5)) }])
+      liveness: [
+        LivenessCheck(name: "the D-Bus system bus") { await session.ping(timeout: .seconds(5)) }
+      ])
   }
 
   /// The simulated world in `path` (YAML), or the built-in one.

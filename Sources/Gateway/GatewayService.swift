@@ -19,8 +19,12 @@ public final class GatewayService: Service, Sendable {
   public let topics: Topics
   /// The MQTT client the gateway publishes through.
   public let client: MQTTClient
-  /// Checks that the radio's own threads answer (the systemd watchdog's).
-  let liveness: [@Sendable () async -> Bool]
+  /// The loops that must stay alive: the MQTT loop thread, the radio's threads, the bridges.
+  let loops: LoopMonitor
+  /// How often ``loops`` are asked, and how long each may take to answer.
+  let loopPeriod: Duration
+  /// bluetoothd's version as last published in `info`.
+  private let publishedStackVersion = Mutex<String?>(nil)
   /// The service manager's notification socket.
   let notifier: SystemdNotifier
   private let configuration: GatewayConfiguration
@@ -37,7 +41,7 @@ public final class GatewayService: Service, Sendable {
   private let peripheralCommandStream: AsyncStream<PeripheralCommand>
   private let peripheralCommands: AsyncStream<PeripheralCommand>.Continuation
   private static let peripheralCommandLimit = 16
-  private let centralRole: CentralRoleService?
+  let centralRole: CentralRoleService?
   let peripheralRole: PeripheralRoleService?
 
   /// Creates the gateway from a loaded configuration.
@@ -46,18 +50,19 @@ public final class GatewayService: Service, Sendable {
   ///   - logger: the gateway's logger.
   ///   - central: the BLE central for the discovery half, or nil to run the MQTT side only.
   ///   - peripheral: the BLE peripheral for the peripheral role, or nil for none.
-  ///   - liveness: Checks that the radio's own threads answer, for the systemd watchdog.
+  ///   - liveness: Checks that the radio's own threads answer, for the systemd watchdog and
+  ///     health.
   ///   - notifier: The service manager's notification socket (from the environment).
   /// - Throws: ``GatewayError`` when the base topic or the MQTT settings are unusable.
   public init(
     configuration: GatewayConfiguration, logger: Logger, central: (any BLECentral)? = nil,
-    peripheral: (any BLEPeripheral)? = nil, liveness: [@Sendable () async -> Bool] = [],
+    peripheral: (any BLEPeripheral)? = nil, liveness: [LivenessCheck] = [],
     notifier: SystemdNotifier = SystemdNotifier()
   ) throws(GatewayError) {
     self.configuration = configuration
     self.logger = logger
-    self.liveness = liveness
     self.notifier = notifier
+    loopPeriod = min(notifier.watchdogInterval.map { $0 / 2 } ?? .seconds(5), .seconds(5))
     (peripheralCommandStream, peripheralCommands) = AsyncStream.makeStream(
       bufferingPolicy: .bufferingOldest(Self.peripheralCommandLimit))
     let gateway = GatewayID(
@@ -114,6 +119,20 @@ public final class GatewayService: Service, Sendable {
     } else {
       peripheralRole = nil
     }
+    let client = self.client
+    let (centralRole, peripheralRole) = (self.centralRole, self.peripheralRole)
+    loops = LoopMonitor(
+      [LivenessCheck(name: "the MQTT loop thread") { (try? await client.ping()) != nil }]
+        + liveness
+        + [
+          // Each read takes a bridge's lock, which a stuck step would hold.
+          LivenessCheck(name: "the bridges") {
+            _ = centralRole?.discoveryHealthJSON
+            _ = centralRole?.connectionsHealthJSON
+            _ = peripheralRole?.healthJSON
+            return true
+          }
+        ])
   }
 
   /// Runs until graceful shutdown, then publishes `offline` and disconnects.
@@ -144,7 +163,7 @@ public final class GatewayService: Service, Sendable {
       group.addTask { await self.refuseOverflow() }
       group.addTask { await self.publishHealth() }
       group.addTask { await self.logHealthOnSignal() }
-      group.addTask { await self.superviseForSystemd() }
+      group.addTask { await self.superviseLoops() }
       if let centralRole = self.centralRole {
         group.addTask { await centralRole.run() }
       }
@@ -553,7 +572,35 @@ public final class GatewayService: Service, Sendable {
       }
     }
     if let peripheralRole { report.sections["peripheral"] = .object(peripheralRole.healthJSON) }
+    report.reasons = unhealthyReasons(connected: stats.connected)
     return report
+  }
+
+  /// Why the gateway is not healthy now, one sentence each (health's `reasons`): the broker not
+  /// connected, a loop stalled (as the watchdog sees it), an adapter that is missing, off or not
+  /// scanning when asked, the peripheral role unavailable.
+  private func unhealthyReasons(connected: Bool) -> [String] {
+    var reasons: [String] = []
+    if !connected { reasons.append("not connected to the MQTT broker") }
+    reasons += loops.stalled(limit: loopPeriod).map { "\($0) does not answer" }
+    if let centralRole { reasons += centralRole.adapterProblems }
+    if let problem = peripheralRole?.problem { reasons.append(problem) }
+    return reasons
+  }
+
+  /// Publishes `info` again when bluetoothd's version became known or changed.
+  func refreshInfo() {
+    guard let version = centralRole?.stackVersion else { return }
+    let changed = publishedStackVersion.withLock { published in
+      guard published != version else { return false }
+      published = version
+      return true
+    }
+    guard changed else { return }
+    client.setRetainedState(
+      MQTTMessage(
+        topic: topics.bridgeInfo.rawValue, payload: infoPayload(), qos: .atLeastOnce,
+        retain: true))
   }
 
   private func infoPayload() -> [UInt8] {
@@ -565,7 +612,7 @@ public final class GatewayService: Service, Sendable {
       "version": .string(GatewayVersion.current),
       "gateway": .string(topics.gateway.rawValue),
       "libmosquitto": .string(MQTTClient.libraryVersion),
-      "bluez": .null,
+      "bluez": publishedStackVersion.withLock { $0 }.map { .string($0) } ?? .null,
       "started": .integer(Int64(startedAt.timeIntervalSince1970 * 1000)),
       "config": .object(summary),
     ]

@@ -116,6 +116,15 @@ public final class PeripheralRoleService: Sendable {
     }
   }
 
+  /// Why the role cannot serve now (health's `reasons`), or `nil`: it is unavailable only after
+  /// it was asked to advertise and could not.
+  public var problem: String? {
+    driver.read { bridge in
+      guard case .unavailable(let reason) = bridge.state else { return nil }
+      return "peripheral role unavailable: \(reason)"
+    }
+  }
+
   /// Peripheral figures for the health message.
   public var healthJSON: JSONObject {
     driver.read { bridge in

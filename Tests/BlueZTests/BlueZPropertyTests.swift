@@ -130,6 +130,20 @@ struct BlueZPropertyTests {
   }
 
   @Test(
+    "BlueZ's version from its default Device ID; any other Device ID gives none",
+    arguments: [
+      ("usb:v1D6Bp0246d0542", "5.66"), ("usb:v1d6bp0246d054f", "5.79"),
+      ("usb:v1D6Bp0246d0532", "5.50"), ("usb:v1D6Bp0246d054", nil), ("usb:v1D6Bp0246dXYZW", nil),
+      ("usb:v0A12p0001d0542", nil), ("", nil),
+    ] as [(String, String?)])
+  func stackVersion(modalias: String, version: String?) {
+    #expect(BlueZAdapter.bluezVersion(modalias: modalias) == version)
+    let adapter = BlueZAdapter(
+      path: "/org/bluez/hci0", properties: ["Modalias": .string(modalias), "Powered": .bool(true)])
+    #expect(adapter.info(resetting: false).stackVersion == version)
+  }
+
+  @Test(
     "D-Bus error names map to stable codes and keep the name",
     arguments: [
       ("org.bluez.Error.InProgress", CentralError.Code.inProgress),

@@ -155,4 +155,62 @@ struct AdapterTrackerTests {
     let result16 = tracker.update(second)
     #expect(commands(result16) == [.startDiscovery(adapter: "hci1", filter: filter)])
   }
+
+  @Test(
+    "problems: none while a powered adapter scans as asked; each missing, off or idle one named")
+  func problems() {
+    var tracker = AdapterTracker(topics: Fixture.topics, scanning: filter)
+    #expect(tracker.problems == ["no Bluetooth adapter (is bluetoothd running?)"])
+    #expect(tracker.summary == "no adapter")
+    _ = tracker.update(adapter())
+    #expect(tracker.problems == ["adapter hci0 is not scanning although asked to"])
+    _ = tracker.update(adapter(discovering: true))
+    #expect(tracker.problems.isEmpty)
+    #expect(tracker.summary == "adapter hci0 on, scanning")
+    _ = tracker.update(adapter(powered: false))
+    #expect(tracker.problems == ["adapter hci0 is powered off"])
+    #expect(tracker.summary == "adapter hci0 off")
+    // Without bluetooth.adapters, one powered adapter is enough.
+    var second = adapter(discovering: true)
+    second.id = "hci1"
+    _ = tracker.update(second)
+    #expect(tracker.problems.isEmpty)
+    #expect(tracker.summary == "adapters hci0 off, hci1 on, scanning")
+    _ = tracker.stackLost()
+    #expect(tracker.problems == ["no Bluetooth adapter (is bluetoothd running?)"])
+    // Not scanning when not asked to is fine.
+    var idle = AdapterTracker(topics: Fixture.topics, scanning: nil)
+    _ = idle.update(adapter())
+    #expect(idle.problems.isEmpty)
+  }
+
+  @Test("problems with bluetooth.adapters: every listed adapter must be there and on")
+  func configuredProblems() {
+    var tracker = AdapterTracker(
+      topics: Fixture.topics, scanning: nil, allowedAdapters: ["hci0", "hci1"])
+    _ = tracker.update(adapter())
+    #expect(tracker.problems == ["adapter hci1 (bluetooth.adapters) is not present"])
+    var second = adapter()
+    second.id = "hci1"
+    second.resetting = true
+    _ = tracker.update(second)
+    #expect(tracker.problems == ["adapter hci1 is being reset"])
+    second.resetting = false
+    _ = tracker.update(second)
+    #expect(tracker.problems.isEmpty)
+    _ = tracker.remove(id: "hci0")
+    #expect(tracker.problems == ["adapter hci0 (bluetooth.adapters) is not present"])
+  }
+
+  @Test("the stack's version comes from the first adapter that reports one")
+  func stackVersion() {
+    var tracker = AdapterTracker(topics: Fixture.topics, scanning: nil)
+    _ = tracker.update(adapter())
+    #expect(tracker.stackVersion == nil)
+    var second = adapter()
+    second.id = "hci1"
+    second.stackVersion = "5.66"
+    _ = tracker.update(second)
+    #expect(tracker.stackVersion == "5.66")
+  }
 }

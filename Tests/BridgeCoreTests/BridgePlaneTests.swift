@@ -48,6 +48,23 @@ struct BridgePlaneTests {
     #expect(json["data"]?["healthy"]?.boolValue == true)
     #expect(json["data"]?["mqtt"]?["published"]?.integerValue == 7)
     #expect(json["transaction"]?.integerValue == 42)
+    #expect(json["data"]?["reasons"] == .array([]))
+  }
+
+  @Test("health_check says unhealthy, with the reasons, when the report has any")
+  func unhealthy() {
+    let response = router.respond(
+      verb: "health_check", payload: [],
+      health: {
+        var report = HealthReport(uptime: 1)
+        report.reasons = ["not connected to the MQTT broker", "adapter hci0 is powered off"]
+        return report
+      })
+    #expect(response.ok)
+    #expect(response.json["data"]?["healthy"]?.boolValue == false)
+    #expect(
+      response.json["data"]?["reasons"]
+        == ["not connected to the MQTT broker", "adapter hci0 is powered off"])
   }
 
   @Test("an empty payload is a request without transaction")

@@ -61,7 +61,7 @@ struct SystemdWatchdogTests {
     configuration.mqtt.host = "127.0.0.1"
     configuration.mqtt.port = broker.port
     configuration.gateway.id = "watchdog"
-    let check: @Sendable () async -> Bool = {
+    let check = LivenessCheck(name: "the test radio") {
       if radioAnswers { return true }
       try? await Task.sleep(for: .seconds(3600))  // a radio thread that hangs
       return true
@@ -74,7 +74,7 @@ struct SystemdWatchdogTests {
   }
 
   @Test(
-    "READY=1, then WATCHDOG=1 every second while every loop answers, none while one hangs",
+    "READY=1, then WATCHDOG=1 every second while every loop answers; none, and unhealthy, while one hangs",
     arguments: [true, false])
   func watchdog(radioAnswers: Bool) async throws {
     let broker = try Broker()
@@ -84,7 +84,7 @@ struct SystemdWatchdogTests {
     let service = try service(broker, listener, radioAnswers: radioAnswers)
     service.client.start()
     defer { Task { await service.client.shutdown(finalMessages: [], timeout: 1) } }
-    let supervising = Task { await service.superviseForSystemd() }
+    let supervising = Task { await service.superviseLoops() }
     defer { supervising.cancel() }
     #expect(await listener.next(within: 10) { $0 == "READY=1" } != nil)
     if radioAnswers {
@@ -95,6 +95,14 @@ struct SystemdWatchdogTests {
       listener.drain()
       let beats = listener.received.filter { $0.contains("WATCHDOG=1") }.count
       #expect(beats == 0, "a hung radio thread must stop the watchdog: \(listener.received)")
+      // The same notion of stalled makes health unhealthy, with the loop named.
+      let report = service.health()
+      #expect(!report.healthy)
+      #expect(report.reasons == ["the test radio does not answer"], "\(report.reasons)")
+      #expect(service.statusLine().contains("unhealthy: the test radio does not answer"))
+    }
+    if radioAnswers {
+      #expect(service.health().healthy, "\(service.health().reasons)")
     }
   }
 }

@@ -17,6 +17,9 @@ struct BlueZAdapter: Sendable, Hashable {
   var discovering = false
   /// `PowerState` (BlueZ ≥ 5.59): `on`, `off`, `off-enabling`, `on-disabling`, `off-blocked`.
   var powerState: String?
+  /// `Modalias`: bluetoothd's Device ID (`usb:v1D6Bp0246d0542` = BlueZ 5.66, unless main.conf
+  /// sets another `DeviceID`).
+  var modalias: String?
 
   init(path: DBusObjectPath, properties: [String: DBusValue]) {
     self.path = path
@@ -50,6 +53,7 @@ struct BlueZAdapter: Sendable, Hashable {
       case "Powered": if let flag = value.boolValue { powered = flag }
       case "Discovering": if let flag = value.boolValue { discovering = flag }
       case "PowerState": if case .string(let text) = value.unwrapped { powerState = text }
+      case "Modalias": if case .string(let text) = value.unwrapped { modalias = text }
       default: break
       }
     }
@@ -59,6 +63,18 @@ struct BlueZAdapter: Sendable, Hashable {
   func info(resetting: Bool) -> AdapterInfo {
     AdapterInfo(
       id: id, address: address, name: alias ?? name, present: true, powered: powered,
-      discovering: discovering, resetting: resetting)
+      discovering: discovering, resetting: resetting,
+      stackVersion: modalias.flatMap(Self.bluezVersion(modalias:)))
+  }
+
+  /// BlueZ's version from the Device ID it gives its adapters by default: vendor 0x1D6B (Linux
+  /// Foundation), product 0x0246 (BlueZ), version `major << 8 | minor` (`d0542` = 5.66). `nil`
+  /// for any other Device ID (main.conf's `DeviceID` set to a product's own).
+  static func bluezVersion(modalias: String) -> String? {
+    let prefix = "usb:v1D6Bp0246d"
+    guard modalias.uppercased().hasPrefix(prefix.uppercased()) else { return nil }
+    let digits = modalias.dropFirst(prefix.count)
+    guard digits.count == 4, let value = UInt16(digits, radix: 16) else { return nil }
+    return "\(value >> 8).\(value & 0xFF)"
   }
 }
