@@ -1,5 +1,6 @@
 import BridgeCore
 import DBus
+import Glibc
 import Logging
 
 extension BlueZCentral: BlueZSessionClient {
@@ -39,6 +40,10 @@ extension BlueZCentral: BlueZSessionClient {
       guard target == owner else { return }
       let events = try model.load(reply, now: clock.now)
       counters.snapshots += 1
+      if refusalReported {
+        refusalReported = false
+        logger.notice("bluetoothd serves this user now")
+      }
       synced = true
       announced = true
       startupSettled = true
@@ -48,8 +53,14 @@ extension BlueZCentral: BlueZSessionClient {
           "ble.adapters": "\(model.adapters.count)", "ble.devices": "\(model.devices.count)",
         ])
       deliver(events)
-    case .snapshotFailed(let attempt):
+    case .snapshotFailed(let attempt, let error):
       if attempt >= 3 { startupSettled = true }
+      if let error, error.code == .accessDenied, !refusalReported {
+        refusalReported = true
+        let refusal = Self.accessDenied(error)
+        logger.error("\(refusal.message)", metadata: ["dbus.error": "\(error.name)"])
+        deliver([.stackRefused(refusal)])
+      }
     case .signal(let signal):
       guard synced else { return }
       let update = model.apply(signal, now: clock.now)
@@ -98,5 +109,17 @@ extension BlueZCentral: BlueZSessionClient {
     } catch {
       logger.debug("cannot re-learn a device", metadata: ["dbus.error": "\(error)"])
     }
+  }
+
+  /// The port's error for a bus that will not let this user reach bluetoothd, saying what to do.
+  static func accessDenied(_ error: DBusError) -> CentralError {
+    let uid = geteuid()
+    let user =
+      getpwuid(uid).flatMap { $0.pointee.pw_name.map { String(cString: $0) } } ?? "uid \(uid)"
+    return CentralError(
+      .accessDenied,
+      message:
+        "the system bus denies user \(user) access to bluetoothd (org.bluez): install gatt2mqtt's D-Bus policy (deploy/dbus/gatt2mqtt.conf, installed by the package as /usr/share/dbus-1/system.d/gatt2mqtt.conf for user gatt2mqtt) or run as a user the bus allows; retrying (\(error.message))",
+      detail: error.name)
   }
 }

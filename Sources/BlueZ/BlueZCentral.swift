@@ -79,6 +79,8 @@ public actor BlueZCentral: BLECentral {
   /// Increases whenever the model is dropped, so late replies of an old stack are ignored.
   var epoch = 0
   var startupSettled = false
+  /// Whether the bus's refusal to let us reach bluetoothd was reported (once until it serves us).
+  var refusalReported = false
   var sessions: [String: DiscoverySession] = [:]
   var watchdogs: [String: WatchdogState] = [:]
   /// Adapters with a discovery operation under way, with the operations waiting for them.

@@ -14,8 +14,9 @@ enum BlueZSessionEvent: Sendable {
   /// as ``signal(_:)``. Sent again after an owner change, a reconnection, or when too many
   /// signals arrived during the snapshot.
   case snapshot([DBusValue], owner: String)
-  /// Taking the snapshot failed (`attempt` times in a row); it is retried with backoff.
-  case snapshotFailed(attempt: Int)
+  /// Taking the snapshot failed (`attempt` times in a row, the last time with `error`); it is
+  /// retried with backoff.
+  case snapshotFailed(attempt: Int, error: DBusError?)
   /// A signal from the current owner, after its snapshot.
   case signal(DBusSignal)
   /// The connection is gone (closed or lost); a new one is being opened.
@@ -222,7 +223,7 @@ public actor BlueZSession {
         failures += 1
         logger.warning(
           "BlueZ snapshot failed", metadata: ["dbus.error": "\(error)", "attempt": "\(failures)"])
-        await broadcast(.snapshotFailed(attempt: failures))
+        await broadcast(.snapshotFailed(attempt: failures, error: error as? DBusError))
         guard owner == target else { continue }
         try? await Task.sleep(for: backoff.nextDuration())
       }

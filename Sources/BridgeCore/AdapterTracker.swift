@@ -26,6 +26,9 @@ public struct AdapterTracker: Sendable {
   private var requested: Set<String> = []
   /// Requested adapters that have reported discovering since the request.
   private var confirmed: Set<String> = []
+  /// Why the stack will not serve the gateway, from ``stackRefused(_:)`` until an adapter is
+  /// reported again.
+  public private(set) var refusal: CentralError?
 
   /// Makes a tracker that knows no adapter yet.
   ///
@@ -45,6 +48,7 @@ public struct AdapterTracker: Sendable {
   /// - Returns: The adapters list and events to publish (nothing when nothing published
   ///   changed) and the discovery commands it calls for.
   public mutating func update(_ adapter: AdapterInfo) -> [BridgeOutput] {
+    refusal = nil
     let previous = adapters[adapter.id]
     adapters[adapter.id] = adapter
     var outputs: [BridgeOutput] = []
@@ -102,6 +106,25 @@ public struct AdapterTracker: Sendable {
         payload: BridgePayload.event(type: "bluetooth_unavailable", data: data),
         retain: false),
       listOutput(),
+    ]
+  }
+
+  /// Notes that the stack runs but will not serve the gateway (the bus's policy denies its
+  /// user): a `bluetooth_refused` event (`error`, `message`, `detail`), and health says why
+  /// until an adapter is reported again.
+  ///
+  /// - Parameter error: Why, with what to do about it.
+  /// - Returns: The event.
+  public mutating func stackRefused(_ error: CentralError) -> [BridgeOutput] {
+    refusal = error
+    var data: JSONObject = [
+      "error": .string(error.code.rawValue), "message": .string(error.message),
+    ]
+    if let detail = error.detail { data["detail"] = .string(detail) }
+    return [
+      .publish(
+        topic: topics.bridgeEvent,
+        payload: BridgePayload.event(type: "bluetooth_refused", data: data), retain: false)
     ]
   }
 
@@ -168,6 +191,7 @@ public struct AdapterTracker: Sendable {
   /// powered); a powered adapter that should scan and does not.
   public var problems: [String] {
     var problems: [String] = []
+    if let refusal { return [refusal.message] }
     if !adapters.values.contains(where: \.present) {
       return ["no Bluetooth adapter (is bluetoothd running?)"]
     }

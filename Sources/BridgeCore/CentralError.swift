@@ -24,6 +24,9 @@ public struct CentralError: Error, Sendable, Hashable, CustomStringConvertible {
     case outOfSlots = "out_of_slots"
     /// The connection attempt was aborted (by the stack, the controller or the device).
     case aborted
+    /// The system bus's policy does not let the gateway's user talk to the stack
+    /// (`org.freedesktop.DBus.Error.AccessDenied`).
+    case accessDenied = "access_denied"
     /// Any other error reported by the stack; ``CentralError/detail`` holds its name.
     case bluezError = "bluez_error"
   }

@@ -7,6 +7,10 @@ public enum CentralEvent: Sendable, Hashable {
   /// The Bluetooth stack itself went away (bluetoothd stopped or restarted): every adapter,
   /// device and discovery session is gone. The stack's return shows as `adapterChanged` events.
   case stackLost
+  /// The stack runs but will not serve the gateway (the system bus's policy denies its user:
+  /// ``CentralError/Code/accessDenied``). Sent when it starts; the stack's adapters
+  /// (`adapterChanged`) follow once it serves the gateway again.
+  case stackRefused(CentralError)
   /// A device appeared in the stack (first advertisement, or from its cache at start-up, then
   /// with `rssi == nil`).
   case deviceAppeared(Advertisement)

@@ -137,6 +137,7 @@ public struct DiscoveryBridge: Sendable {
     case .adapterChanged(let adapter): return adapters.update(adapter)
     case .adapterRemoved(let id): return adapters.remove(id: id)
     case .stackLost: return adapters.stackLost()
+    case .stackRefused(let error): return adapters.stackRefused(error)
     case .deviceAppeared(let advertisement), .deviceUpdated(let advertisement):
       return observe(advertisement, now: now)
     case .deviceRemoved(let address): return removed(address)

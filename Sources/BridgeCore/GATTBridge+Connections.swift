@@ -11,7 +11,8 @@ extension GATTBridge {
     switch event {
     case .deviceAppeared(let advertisement), .deviceUpdated(let advertisement):
       return sighted(advertisement, now: now)
-    case .deviceRemoved, .adapterChanged, .adapterRemoved, .connectionRSSI, .scannerWatchdog:
+    case .deviceRemoved, .adapterChanged, .adapterRemoved, .connectionRSSI, .scannerWatchdog,
+      .stackRefused:
       return []
     case .stackLost:
       seen = []

@@ -241,6 +241,28 @@ struct BlueZCentralTests {
     }
   }
 
+  @Test(
+    "a bus policy that denies us org.bluez → one stackRefused saying what to do; allowed → the stack"
+  )
+  func accessDenied() async throws {
+    let deny = #"<policy context="default"><deny send_destination="org.bluez"/></policy>"#
+    let bus = try await PrivateBus.start(policy: deny)
+    let fake = try await FakeBlueZ.start(on: bus)
+    let (central, events, task) = Self.central(bus)
+    defer { task.cancel() }
+    let refused = try await events.next { if case .stackRefused = $0 { true } else { false } }
+    guard case .stackRefused(let error) = refused else { return }
+    #expect(error.code == .accessDenied)
+    #expect(error.detail == "org.freedesktop.DBus.Error.AccessDenied")
+    #expect(error.message.contains("gatt2mqtt.conf"), "\(error.message)")
+    // The policy installed and reloaded: the central mirrors the stack by itself.
+    try await bus.reload(policy: "")
+    try await events.next(where: Self.isAdapter("hci0"))
+    #expect(try await central.adapters().map(\.id) == ["hci0"])
+    await fake.stop()
+    await bus.stop()
+  }
+
   @Test("org.bluez going away → stackLost; coming back → a rebuilt model")
   func bluetoothdRestart() async throws {
     try await PrivateBus.with { bus in

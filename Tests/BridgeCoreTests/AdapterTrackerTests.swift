@@ -213,4 +213,24 @@ struct AdapterTrackerTests {
     _ = tracker.update(second)
     #expect(tracker.stackVersion == "5.66")
   }
+
+  @Test(
+    "a stack that refuses us: a bluetooth_refused event, and health says why until an adapter shows"
+  )
+  func refused() {
+    var tracker = AdapterTracker(topics: Fixture.topics, scanning: filter)
+    let error = CentralError(
+      .accessDenied, message: "the system bus denies user gatt2mqtt access to bluetoothd",
+      detail: "org.freedesktop.DBus.Error.AccessDenied")
+    let outputs = tracker.stackRefused(error)
+    #expect(outputs.eventTypes == ["bluetooth_refused"])
+    #expect(
+      outputs.published("/bridge/pi/event").first?.text
+        == #"{"type":"bluetooth_refused","data":{"error":"access_denied","message":"the system bus denies user gatt2mqtt access to bluetoothd","detail":"org.freedesktop.DBus.Error.AccessDenied"}}"#
+    )
+    #expect(tracker.problems == ["the system bus denies user gatt2mqtt access to bluetoothd"])
+    _ = tracker.update(adapter(discovering: true))
+    #expect(tracker.refusal == nil)
+    #expect(tracker.problems.isEmpty)
+  }
 }

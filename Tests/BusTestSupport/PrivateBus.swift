@@ -28,11 +28,15 @@ public final class PrivateBus: Sendable {
 
   /// Starts a daemon with a permissive session-type configuration and waits until it listens.
   ///
-  /// - Parameter existing: a folder to listen in again (the same address as an earlier bus
-  ///   there, for reconnection tests); nil for a fresh temporary folder.
+  /// - Parameters:
+  ///   - existing: a folder to listen in again (the same address as an earlier bus there, for
+  ///     reconnection tests); nil for a fresh temporary folder.
+  ///   - policy: more `<policy>` elements, after the permissive default (a `deny` there wins).
   /// - Returns: the running bus.
   /// - Throws: ``HarnessError`` when the daemon does not start.
-  public static func start(in existing: String? = nil) async throws -> PrivateBus {
+  public static func start(in existing: String? = nil, policy: String = "") async throws
+    -> PrivateBus
+  {
     let folder: String
     if let existing {
       mkdir(existing, 0o700)
@@ -43,21 +47,8 @@ public final class PrivateBus: Sendable {
       folder = String(cString: created)
     }
     let socket = folder + "/bus"
-    let config = """
-      <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-       "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-      <busconfig>
-        <type>session</type>
-        <listen>unix:path=\(socket)</listen>
-        <auth>EXTERNAL</auth>
-        <policy context="default">
-          <allow send_destination="*" eavesdrop="true"/>
-          <allow eavesdrop="true"/>
-          <allow own="*"/>
-        </policy>
-      </busconfig>
-      """
-    try config.write(toFile: folder + "/bus.conf", atomically: true, encoding: .utf8)
+    try configuration(socket: socket, policy: policy)
+      .write(toFile: folder + "/bus.conf", atomically: true, encoding: .utf8)
     let daemon = try ChildProcess(
       daemonPath,
       ["--config-file=\(folder)/bus.conf", "--nofork", "--nopidfile", "--print-address=1"])
@@ -71,6 +62,35 @@ public final class PrivateBus: Sendable {
       try await Task.sleep(for: .milliseconds(5))
     }
     return PrivateBus(address: "unix:path=\(socket)", folder: folder, daemon: daemon)
+  }
+
+  /// Changes the bus's extra policy and has the daemon reload its configuration (SIGHUP), as
+  /// installing or removing a file in `system.d` and reloading does on a system bus.
+  /// - Parameter policy: the new `<policy>` elements.
+  /// - Throws: when the configuration cannot be written.
+  public func reload(policy: String) async throws {
+    try Self.configuration(socket: folder + "/bus", policy: policy)
+      .write(toFile: folder + "/bus.conf", atomically: true, encoding: .utf8)
+    kill(daemon.pid, SIGHUP)
+    try await Task.sleep(for: .milliseconds(200))
+  }
+
+  private static func configuration(socket: String, policy: String) -> String {
+    """
+    <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+     "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+    <busconfig>
+      <type>session</type>
+      <listen>unix:path=\(socket)</listen>
+      <auth>EXTERNAL</auth>
+      <policy context="default">
+        <allow send_destination="*" eavesdrop="true"/>
+        <allow eavesdrop="true"/>
+        <allow own="*"/>
+      </policy>
+      \(policy)
+    </busconfig>
+    """
   }
 
   /// Starts a bus, runs `body` with it and stops the bus whatever happens.

@@ -12,6 +12,8 @@ extension CentralError {
   /// - no owner for `org.bluez`, lost or failed connection → `unavailable`;
   /// - `UnknownObject` (the adapter's object is gone) → `unknown_adapter`;
   /// - no reply in time → `timeout`;
+  /// - the bus's policy refuses the call (`org.freedesktop.DBus.Error.AccessDenied`) →
+  ///   `access_denied`;
   /// - anything else (`org.bluez.Error.Failed`, `InvalidArguments`, …) → `bluez_error`.
   static func bluez(_ error: DBusError, operation: String) -> CentralError {
     let message = "\(operation): \(error.message)"
@@ -32,6 +34,7 @@ extension CentralError {
       case .serviceUnknown, .nameHasNoOwner, .disconnected, .connectionFailed: .unavailable
       case .unknownObject: .unknownAdapter
       case .noReply: .timeout
+      case .accessDenied: .accessDenied
       default: .bluezError
       }
     return CentralError(code, message: message, detail: error.name)
