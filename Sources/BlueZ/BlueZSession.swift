@@ -107,9 +107,11 @@ public actor BlueZSession {
   public func ping(timeout: Duration) async -> Bool {
     guard let connection else { return true }
     do {
+      // `GetId` of the bus itself: the system bus's policy lets every user call the
+      // org.freedesktop.DBus interface, not `Peer.Ping` (refused to anyone but root).
       _ = try await connection.call(
         destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-        interface: "org.freedesktop.DBus.Peer", member: "Ping", timeout: timeout)
+        interface: "org.freedesktop.DBus", member: "GetId", timeout: timeout)
       return true
     } catch {
       return self.connection !== connection  // the connection closed meanwhile: not a hang

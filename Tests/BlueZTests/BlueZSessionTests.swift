@@ -50,6 +50,22 @@ struct BlueZSessionTests {
     }
   }
 
+  @Test(
+    "the liveness ping answers on a bus whose policy refuses Peer.Ping, as the system bus does for non-root users"
+  )
+  func pingUnderSystemPolicy() async throws {
+    let deny =
+      #"<policy context="default"><deny send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Peer"/></policy>"#
+    let bus = try await PrivateBus.start(policy: deny)
+    let fake = try await FakeBlueZ.start(on: bus)
+    let (session, _, centralEvents, _, _, task) = Self.roles(bus)
+    try await centralEvents.next(where: Self.isAdapter("hci0"))
+    #expect(await session.ping(timeout: .seconds(5)))
+    task.cancel()
+    await fake.stop()
+    await bus.stop()
+  }
+
   @Test("one connection and one snapshot serve the central and the peripheral")
   func oneConnectionForBothRoles() async throws {
     try await PrivateBus.with { bus in

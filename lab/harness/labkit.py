@@ -109,15 +109,18 @@ class Lab:
         return p
 
     async def gateway(self, config: str, *args: str, env: dict | None = None,
-                      config_name: str = "gatt2mqtt.yaml") -> Proc:
+                      config_name: str = "gatt2mqtt.yaml", user: str | None = None) -> Proc:
         """Start the gateway binary (lab/run --gateway PATH) with `config` written to a file in
-        this scenario's folder: `gatt2mqtt --config <file> <args>`. Its output goes to
-        gateway.log."""
+        this scenario's folder: `gatt2mqtt --config <file> <args>`, as `user` (with that user's
+        groups, through setpriv) when given. Its output goes to gateway.log."""
         if not self.gateway_path:
             raise LabError("this scenario needs the gateway: run lab/run --gateway PATH")
         path = self.dir / config_name
         path.write_text(config)
-        return await self.process("gateway", [self.gateway_path, "--config", str(path), *args], env=env)
+        argv = [self.gateway_path, "--config", str(path), *args]
+        if user:
+            argv = ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", "--", *argv]
+        return await self.process("gateway", argv, env=env)
 
     async def publish_file(self, topic: str, payload: bytes, name: str, retain: bool = True) -> None:
         """Publish a (possibly large) payload with mosquitto_pub, a short-lived client of its own
