@@ -46,6 +46,8 @@ struct SimulatedDevice {
   var rssi: Int
   var sequence: UInt32 = 0
   var heartRate = 72
+  /// Heart-rate measurements sent so far (``SimulatedWorld/DeviceGroup/numbered``).
+  var measurements: UInt16 = 0
   var battery = 100
 
   init(group: SimulatedWorld.DeviceGroup, name: String, rng: SeededGenerator) {
@@ -180,10 +182,13 @@ struct SimulatedDevice {
     }
   }
 
-  /// The next heart-rate measurement (flags 0: 8-bit BPM), BPM wandering between 50 and 180.
+  /// The next heart-rate measurement (flags 0: 8-bit BPM), BPM wandering between 50 and 180;
+  /// numbered (flags 0x08), with its number as Energy Expended (little-endian, wrapping).
   mutating func nextHeartRate() -> [UInt8] {
     heartRate = min(180, max(50, heartRate + Int.random(in: -3...3, using: &rng)))
-    return [0x00, UInt8(heartRate)]
+    guard group.numbered else { return [0x00, UInt8(heartRate)] }
+    defer { measurements &+= 1 }
+    return [0x08, UInt8(heartRate), UInt8(measurements & 0xFF), UInt8(measurements >> 8)]
   }
 
   /// The next battery level: one percent less, back to 100 after 5.

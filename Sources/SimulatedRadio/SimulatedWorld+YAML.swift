@@ -98,6 +98,7 @@ extension SimulatedWorld {
     group.mtu = try fields.integer("mtu", in: 23...517) ?? group.mtu
     group.rotate = try fields.number("rotate", in: 0...86_400) ?? 0
     group.disconnectAfter = try fields.number("disconnect_after", in: 0...86_400) ?? 0
+    group.numbered = try fields.bool("numbered") ?? false
     try fields.rejectUnknown()
     return group
   }

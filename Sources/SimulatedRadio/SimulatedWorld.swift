@@ -74,6 +74,10 @@ public struct SimulatedWorld: Sendable, Hashable {
     public var rotate: Double
     /// Seconds after which the peripheral drops a connection by itself (0: never).
     public var disconnectAfter: Double
+    /// Whether heart-rate measurements carry their number (0, 1, 2, … per device, as a 16-bit
+    /// Energy Expended field: flags 0x08), so that an observer can tell a lost or repeated
+    /// notification, as the lab's sensor does.
+    public var numbered = false
 
     /// Creates a device group.
     /// - Parameters:
