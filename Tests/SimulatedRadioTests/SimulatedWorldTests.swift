@@ -30,6 +30,7 @@ struct SimulatedWorldTests {
             notify_rate: 50
             mtu: 247
             disconnect_after: 60
+            numbered: true
           - kind: transfer
             text: hello
             text_interval: 5
@@ -53,11 +54,13 @@ struct SimulatedWorldTests {
     #expect(world.connectFailureRate == 0.25)
     #expect(world.gattLatency == 0.01)
     #expect(world.maxConnections == 3)
+    var numbered = SimulatedWorld.DeviceGroup(
+      kind: .heartRate, count: 2, name: "hr", rssi: -70, advertisingInterval: 2, notifyRate: 50,
+      mtu: 247, disconnectAfter: 60)
+    numbered.numbered = true
     #expect(
       world.devices == [
-        .init(
-          kind: .heartRate, count: 2, name: "hr", rssi: -70, advertisingInterval: 2, notifyRate: 50,
-          mtu: 247, disconnectAfter: 60),
+        numbered,
         .init(kind: .transfer, text: "hello", textInterval: 5),
         .init(kind: .beacon, rotate: 60),
       ])

@@ -223,6 +223,21 @@ struct SimulationEngineTests {
     #expect(!failing.devices[0].connecting)
   }
 
+  @Test("numbered heart-rate measurements carry 0, 1, 2, … as Energy Expended (flags 0x08)")
+  func numberedHeartRate() throws {
+    var group = SimulatedWorld.DeviceGroup(kind: .heartRate, name: "hr", notifyRate: 10)
+    group.numbered = true
+    var engine = try discovering(SimulatedWorld(seed: 3, devices: [group]))
+    let hr = try connected("hr", in: &engine)
+    let measurement = GATTCharacteristicID(
+      address: hr, service: .init(uuid16: 0x180D), characteristic: .init(uuid16: 0x2A37))
+    _ = try engine.setNotify(measurement, enabled: true)
+    let values = runEngine(&engine, until: engine.now + 1.005).notifications.map(\.1)
+    #expect(values.count == 10)
+    #expect(values.allSatisfy { $0.count == 4 && $0[0] == 0x08 })
+    #expect(values.map { Int($0[2]) | Int($0[3]) << 8 } == Array(0..<10))
+  }
+
   @Test("reads, writes with their types, notifications at the configured rate")
   func gattOperations() throws {
     var engine = try discovering()
