@@ -11,10 +11,13 @@ extension GATTBridge {
     switch event {
     case .deviceAppeared(let advertisement), .deviceUpdated(let advertisement):
       return sighted(advertisement, now: now)
-    case .deviceRemoved, .adapterChanged, .adapterRemoved, .connectionRSSI, .scannerWatchdog,
-      .stackRefused:
+    case .adapterChanged(let adapter):
+      guard adapter.state == .poweredOn else { return [] }
+      return adapterReady(now: now)
+    case .deviceRemoved, .adapterRemoved, .connectionRSSI, .scannerWatchdog, .stackRefused:
       return []
     case .stackLost:
+      stackDown = true
       seen = []
       seenBefore = []
       var outputs: [GATTOutput] = []
@@ -48,6 +51,26 @@ extension GATTBridge {
       ]
       return resultOutputs(path(characteristic, link.id), object, reply: nil)
     }
+  }
+
+  /// A powered adapter: the stack is back after a restart, or an adapter was powered on. Links
+  /// waiting to retry after the stack went away, or after failing for want of a stack or of
+  /// power, try again now rather than after the backoff those failures ran up (measured in the
+  /// lab: the three links of a bluetoothd restart came back 2.5–5 s after it instead of at once).
+  mutating func adapterReady(now: Double) -> [GATTOutput] {
+    let stackErrors: Set<CentralError.Code> = [.unavailable, .poweredOff, .unknownAdapter]
+    let returned = stackDown
+    stackDown = false
+    var changed = returned
+    for (address, var link) in links
+    where link.state == .failed || link.state == .disconnected {
+      guard let retryAt = link.retryAt, retryAt > now else { continue }
+      guard returned || link.error.map({ stackErrors.contains($0.code) }) == true else { continue }
+      link.retryAt = now
+      links[address] = link
+      changed = true
+    }
+    return changed ? schedule(now: now) : []
   }
 
   /// Reports the outcome of a ``GATTOutput/connect(_:timeout:)``.
@@ -108,7 +131,9 @@ extension GATTBridge {
 
   /// Starts the next connection attempt when one may start.
   mutating func schedule(now: Double) -> [GATTOutput] {
-    guard !stopping, !links.values.contains(where: { $0.state == .connecting }) else { return [] }
+    guard !stopping, !stackDown, !links.values.contains(where: { $0.state == .connecting }) else {
+      return []
+    }
     let used = links.values.filter { $0.state.isConnected }.count
     guard used < configuration.maxConnections else { return [] }
     let candidates = links.values.filter { link in

@@ -174,6 +174,9 @@ public struct GATTBridge: Sendable {
   var active: Set<GATTCharacteristicID> = []
   var nextOperation: UInt64 = 1
   var stopping = false
+  /// The stack went away (`stackLost`) and no adapter is powered again yet: no attempt starts
+  /// (each would fail and run up its link's backoff).
+  var stackDown = false
 
   static let seenGeneration = 4096
 

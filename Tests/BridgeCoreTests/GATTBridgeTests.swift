@@ -232,13 +232,39 @@ struct GATTBridgeConnectionTests {
     #expect(h.tick(60).connects.isEmpty)
   }
 
-  @Test("bluetoothd going away drops every link and reconnects when it is back")
+  @Test(
+    "bluetoothd going away drops every link; no attempt while it is gone; one at once when an adapter is back"
+  )
   func stackLost() {
     var h = harness()
     h.ready()
     h.event(.stackLost)
     #expect(h.states().last == "disconnected")
     h.tick(2)
-    #expect(h.outputs.connects.count == 2)
+    h.tick(30)
+    #expect(h.outputs.connects.count == 1, "attempts without a stack run up the backoff")
+    // An adapter that is not powered is not the stack being usable.
+    #expect(h.event(.adapterChanged(AdapterInfo(id: "hci0", powered: false))).connects.isEmpty)
+    #expect(h.event(.adapterChanged(AdapterInfo(id: "hci0", powered: true))).connects == [H.sensor])
+  }
+
+  @Test(
+    "a link that failed for want of a stack or of power retries as soon as an adapter is powered")
+  func stackErrorRetriesAtPowerOn() {
+    var h = harness()
+    #expect(h.tick().connects == [H.sensor])
+    for _ in 0..<4 {
+      h.connected(H.sensor, error: CentralError(.poweredOff, message: "adapter off"))
+      h.tick(60)
+    }
+    // Backed off by now; the power coming back cuts the wait short.
+    h.connected(H.sensor, error: CentralError(.poweredOff, message: "adapter off"))
+    #expect(h.tick(0.1).connects.isEmpty)
+    #expect(h.event(.adapterChanged(AdapterInfo(id: "hci0", powered: true))).connects == [H.sensor])
+    // Other failures keep their backoff: a discovering flip does not shorten it.
+    h.connected(H.sensor, error: CentralError(.timeout, message: "no answer"))
+    #expect(
+      h.event(.adapterChanged(AdapterInfo(id: "hci0", powered: true, discovering: true))).connects
+        .isEmpty)
   }
 }
