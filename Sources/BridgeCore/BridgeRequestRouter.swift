@@ -3,9 +3,14 @@ public struct BridgeRequestRouter: Sendable {
   /// Verbs of TOPICS.md served by the BLE roles; a gateway without the role they need answers
   /// them with `not_supported` rather than silence.
   public static let bluetoothVerbs: Set<String> = [
-    "scan", "device/connect", "device/disconnect", "device/remove", "peripheral/start",
+    "scan", "devices", "device/connect", "device/disconnect", "device/remove", "peripheral/start",
     "peripheral/stop",
   ]
+
+  /// Verbs every gateway of a fleet answers on `<base>/bridge/request/<verb>` (each on its own
+  /// response topic, with `gw` in `data`). The others act on one gateway's devices or radio:
+  /// they are sent to that gateway, and a fleet-wide one is answered `not_supported`.
+  public static let fleetVerbs: Set<String> = ["health_check", "devices", "scan"]
 
   /// Creates a router.
   public init() {}
@@ -33,13 +38,16 @@ public struct BridgeRequestRouter: Sendable {
   ///     the transaction. `nil` answers them with `not_supported`.
   ///   - remove: carries out `device/remove` with the request's object
   ///     (``DiscoveryBridge/remove(_:)``); `nil` answers it with `not_supported`.
+  ///   - devices: the devices list (the payload of `<base>/bridge/<gw>/devices`) for `devices`;
+  ///     `nil` answers it with `not_supported`.
   ///   - peripheral: whether the gateway runs a peripheral role (`peripheral/start|stop`).
   /// - Returns: what to do; never fails, bad input gets an error response.
   public func route(
     verb: String, payload: [UInt8], health: () -> HealthReport,
     scan: ((ScanCommand) -> BridgeResponse)? = nil,
     device: ((Bool, JSONObject) -> BridgeResponse)? = nil,
-    remove: ((JSONObject) -> BridgeResponse)? = nil, peripheral: Bool = false
+    remove: ((JSONObject) -> BridgeResponse)? = nil, devices: (() -> JSONValue)? = nil,
+    peripheral: Bool = false
   ) -> Route {
     let request: BridgeRequest
     do {
@@ -67,6 +75,9 @@ public struct BridgeRequestRouter: Sendable {
       }
       guard let scan else { return answer(notSupported(verb)) }
       return answer(scan(command))
+    case "devices":
+      guard let devices else { return answer(notSupported(verb)) }
+      return answer(.success(["devices": devices()], transaction: nil))
     case "device/connect", "device/disconnect":
       guard let device else { return answer(notSupported(verb)) }
       return answer(device(verb == "device/connect", request.body))
@@ -87,7 +98,7 @@ public struct BridgeRequestRouter: Sendable {
     }
   }
 
-  /// Answers one request that needs no peripheral role (``route(verb:payload:health:scan:device:remove:peripheral:)``
+  /// Answers one request that needs no peripheral role (``route(verb:payload:health:scan:device:remove:devices:peripheral:)``
   /// without one).
   /// - Parameters:
   ///   - verb: the topic's verb.
@@ -96,15 +107,17 @@ public struct BridgeRequestRouter: Sendable {
   ///   - scan: carries out a valid `scan` command, or `nil`.
   ///   - device: carries out `device/connect` and `device/disconnect`, or `nil`.
   ///   - remove: carries out `device/remove`, or `nil`.
+  ///   - devices: the devices list, or `nil`.
   /// - Returns: the response to publish.
   public func respond(
     verb: String, payload: [UInt8], health: () -> HealthReport,
     scan: ((ScanCommand) -> BridgeResponse)? = nil,
     device: ((Bool, JSONObject) -> BridgeResponse)? = nil,
-    remove: ((JSONObject) -> BridgeResponse)? = nil
+    remove: ((JSONObject) -> BridgeResponse)? = nil, devices: (() -> JSONValue)? = nil
   ) -> BridgeResponse {
     switch route(
-      verb: verb, payload: payload, health: health, scan: scan, device: device, remove: remove)
+      verb: verb, payload: payload, health: health, scan: scan, device: device, remove: remove,
+      devices: devices)
     {
     case .answer(let response): return response
     case .peripheral(_, let transaction): return notSupported(verb, transaction: transaction)

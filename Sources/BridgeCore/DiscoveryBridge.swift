@@ -333,11 +333,14 @@ public struct DiscoveryBridge: Sendable {
     ]
   }
 
+  /// The devices list as it is now (the payload of `<base>/bridge/<gw>/devices`).
+  public var devicesJSON: JSONValue {
+    registry.json(owner: topics.gateway, wallClockOffset: wallClockOffset)
+  }
+
   /// The retained devices list as it is now.
   public func devicesListOutput() -> BridgeOutput {
-    .publish(
-      topics.bridgeDevices, registry.json(owner: topics.gateway, wallClockOffset: wallClockOffset),
-      retain: true)
+    .publish(topics.bridgeDevices, devicesJSON, retain: true)
   }
 
   private mutating func observe(_ advertisement: Advertisement, now: Double) -> [BridgeOutput] {

@@ -16,7 +16,7 @@ extension GATTBridge {
     _ request: Topics.Request, payload: [UInt8], reply: ReplyAddress? = nil, now: Double
   ) -> [GATTOutput] {
     switch request {
-    case .bridge, .peripheralText:
+    case .bridge, .peripheralText, .fleet, .fleetPeripheralText:
       return []
     case .connectionSet(let device):
       let parsed: ConnectionRequest
@@ -355,7 +355,7 @@ extension GATTBridge {
   ) -> [GATTOutput] {
     let failure = Failure(code, message)
     switch request {
-    case .bridge, .peripheralText: return []
+    case .bridge, .peripheralText, .fleet, .fleetPeripheralText: return []
     case .connectionSet(let device):
       counters.errors += 1
       return requestError(topics.connectionSet(device), code: code, message)

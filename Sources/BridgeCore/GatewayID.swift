@@ -9,6 +9,10 @@ public struct GatewayID: Sendable, Hashable, Comparable, CustomStringConvertible
   /// The most characters an id keeps.
   public static let maximumLength = 64
 
+  /// Levels that name the fleet's own topics under `<base>/bridge/` (`request/<verb>`,
+  /// `peripheral/text/set`), never a gateway: such an id gets `_gw` appended.
+  public static let reserved: Set<String> = ["request", "peripheral"]
+
   /// The id, for example `raspberrypi`.
   public let rawValue: String
 
@@ -17,7 +21,8 @@ public struct GatewayID: Sendable, Hashable, Comparable, CustomStringConvertible
   /// Surrounding whitespace is dropped; every other character outside `A-Z a-z 0-9 _ -` becomes
   /// `_`, a run of them a single `_` (`pi.local` → `pi_local`, `küche 2` → `k_che_2`); the result
   /// is cut to ``maximumLength`` characters. If it has no letter or digit left (empty, `___`,
-  /// `日本`), the id is ``fallback``.
+  /// `日本`), the id is ``fallback``. A ``reserved`` level gets `_gw` appended (`request` →
+  /// `request_gw`).
   ///
   /// - Parameter raw: The configured id or the host name.
   public init(_ raw: String) {
@@ -34,7 +39,8 @@ public struct GatewayID: Sendable, Hashable, Comparable, CustomStringConvertible
       if out.count == Self.maximumLength { break }
     }
     let hasAlphanumeric = out.contains { Self.isAllowed($0) && $0 != 0x5F && $0 != 0x2D }
-    rawValue = hasAlphanumeric ? String(decoding: out, as: UTF8.self) : Self.fallback
+    let id = hasAlphanumeric ? String(decoding: out, as: UTF8.self) : Self.fallback
+    rawValue = Self.reserved.contains(id) ? id + "_gw" : id
   }
 
   /// Whether `raw` is already a gateway id, so ``init(_:)`` keeps it unchanged.

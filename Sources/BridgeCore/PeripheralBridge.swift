@@ -1,7 +1,7 @@
 /// The peripheral role as one pure state machine (rows P1, P4–P6): the text fed by MQTT, the
 /// subscribed centrals, and transfers cut by ``TransferChunker``.
 ///
-/// The gateway feeds it the text messages (``setText(_:now:)``) and the peripheral's events
+/// The gateway feeds it the text messages (``setText(_:source:now:)``) and the peripheral's events
 /// (``handle(_:now:)``), and runs a sender that pulls notifications with
 /// ``nextNotification()``, paces them, and reports each with ``notificationSent(now:)`` or
 /// ``notificationFailed(_:now:)``.
@@ -66,6 +66,19 @@ public struct PeripheralBridge: Sendable {
   var transfer: Transfer?
   /// A transfer must start (again) once the current one ends.
   var pending = false
+  /// The fleet's latest text (`<base>/bridge/peripheral/text/set`), served while the gateway's
+  /// own topic holds none.
+  var fleetText: [UInt8]?
+  /// Whether the gateway's own text topic holds a text (not cleared), which overrides the fleet's.
+  var ownText = false
+
+  /// Where a text comes from.
+  public enum TextSource: Sendable, Hashable {
+    /// The gateway's own `<base>/bridge/<gw>/peripheral/text/set`.
+    case own
+    /// The fleet's `<base>/bridge/peripheral/text/set`: served unless the own topic holds a text.
+    case fleet
+  }
   var nextTransfer = 1
 
   /// Makes a bridge.
@@ -99,13 +112,21 @@ public struct PeripheralBridge: Sendable {
     return min(named.min() ?? Int.max, others.min() ?? Int.max)
   }
 
-  /// A new text arrived on `<base>/bridge/<gw>/peripheral/text/set`.
+  /// A new text arrived on `<base>/bridge/<gw>/peripheral/text/set` (`source` ``TextSource/own``)
+  /// or on the fleet's `<base>/bridge/peripheral/text/set` (``TextSource/fleet``).
+  ///
+  /// The gateway's own text overrides the fleet's: a fleet text is served only while the own
+  /// topic holds none (never set, or cleared with an empty message, which brings the fleet's
+  /// latest text back).
   ///
   /// - Parameters:
   ///   - payload: The text; it must be UTF-8 and at most ``maxTextBytes`` bytes.
+  ///   - source: Which topic it came from.
   ///   - now: The time.
   /// - Returns: What to do.
-  public mutating func setText(_ payload: [UInt8], now: Double) -> [Output] {
+  public mutating func setText(_ payload: [UInt8], source: TextSource = .own, now: Double)
+    -> [Output]
+  {
     if payload.count > maxTextBytes {
       return refuseText(
         code: "too_long", message: "\(payload.count) bytes; the most is \(maxTextBytes)")
@@ -113,12 +134,21 @@ public struct PeripheralBridge: Sendable {
     if String(validating: payload, as: UTF8.self) == nil {
       return refuseText(code: "invalid_payload", message: "the text is not UTF-8")
     }
-    text = payload
+    var served = payload
+    switch source {
+    case .fleet:
+      fleetText = payload
+      if ownText { return [] }
+    case .own:
+      ownText = !payload.isEmpty
+      if payload.isEmpty, let fleetText { served = fleetText }
+    }
+    text = served
     if hasSubscribers { pending = true }
-    return [.setReadValue(payload), stateOutput()]
+    return [.setReadValue(served), stateOutput()]
   }
 
-  /// A text that never reached ``setText(_:now:)`` (too large to be kept, or no room for it):
+  /// A text that never reached ``setText(_:source:now:)`` (too large to be kept, or no room for it):
   /// the current text stays, and a `text_refused` event says why.
   ///
   /// - Parameters:

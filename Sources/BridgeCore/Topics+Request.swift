@@ -5,6 +5,10 @@ extension Topics {
     case bridge(verb: String)
     /// `<base>/bridge/<gw>/peripheral/text/set`.
     case peripheralText
+    /// `<base>/bridge/request/<verb>`: a request to every gateway of the fleet.
+    case fleet(verb: String)
+    /// `<base>/bridge/peripheral/text/set`: the fleet's text.
+    case fleetPeripheralText
     /// `<base>/<dev>/connection/set`.
     case connectionSet(DeviceID)
     /// `<base>/<dev>/gatt/<svc>/<chr>/get`.
@@ -32,7 +36,16 @@ extension Topics {
     let count = rest.count
 
     if rest[start].hasSameBytes(as: "bridge") {
-      guard count >= 3, rest[start + 1].hasSameBytes(as: gateway.rawValue) else { return nil }
+      guard count >= 3 else { return nil }
+      if rest[start + 1].hasSameBytes(as: "request") {
+        return .fleet(verb: rest[(start + 2)...].joined(separator: "/"))
+      }
+      if count == 4,
+        rest[(start + 1)...].elementsEqual(["peripheral", "text", "set"], by: Self.sameBytes)
+      {
+        return .fleetPeripheralText
+      }
+      guard rest[start + 1].hasSameBytes(as: gateway.rawValue) else { return nil }
       let tail = rest[(start + 2)...]
       if tail[tail.startIndex].hasSameBytes(as: "request"), tail.count >= 2 {
         return .bridge(verb: tail.dropFirst().joined(separator: "/"))

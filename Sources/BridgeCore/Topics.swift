@@ -70,6 +70,18 @@ public struct Topics: Sendable, Hashable {
     try TopicName("\(bridgePrefix)/response/\(verb)")
   }
 
+  /// `<base>/bridge/request/#`: requests to every gateway of the fleet on this base topic, each
+  /// answering on its own `<base>/bridge/<gw>/response/<verb>`.
+  public var fleetRequestFilter: TopicFilter {
+    TopicFilter(unchecked: "\(base)/bridge/request/#")
+  }
+
+  /// `<base>/bridge/peripheral/text/set`: the text every gateway of the fleet serves from its
+  /// peripheral role, unless its own `<base>/bridge/<gw>/peripheral/text/set` holds one.
+  public var fleetPeripheralTextSet: TopicName {
+    TopicName(unchecked: "\(base)/bridge/peripheral/text/set")
+  }
+
   /// `<base>/bridge/<gw>/request/`: what every bridge request topic starts with, including
   /// those ``parseRequest(_:)`` cannot read (an empty verb or level), which are answered on
   /// `response/invalid`.

@@ -148,6 +148,9 @@ public final class CentralRoleService: Sendable {
   /// What keeps the central role from doing its job (``AdapterTracker/problems``).
   public var adapterProblems: [String] { driver.read { $0.discovery.adapters.problems } }
 
+  /// The devices list, as `<base>/bridge/<gw>/devices` carries it (the `devices` request).
+  public var devicesJSON: JSONValue { driver.read { $0.discovery.devicesJSON } }
+
   /// The adapters in a few words (``AdapterTracker/summary``).
   public var adapterSummary: String { driver.read { $0.discovery.adapters.summary } }
 

@@ -295,12 +295,16 @@ public final class GatewayService: Service, Sendable {
   // MARK: - bridge plane
 
   private func subscribeToRequests() async {
-    var filters = [(topics.bridgeRequestFilter.rawValue, "bridge")]
+    var filters = [
+      (topics.bridgeRequestFilter.rawValue, "bridge"),
+      (topics.fleetRequestFilter.rawValue, "fleet-wide"),
+    ]
     if centralRole?.servesConnections == true {
       filters += topics.deviceRequestFilters.map { ($0.rawValue, "device") }
     }
     if peripheralRole != nil {
       filters.append((topics.peripheralTextSet.rawValue, "peripheral text"))
+      filters.append((topics.fleetPeripheralTextSet.rawValue, "fleet peripheral text"))
     }
     for (filter, kind) in filters {
       do {
@@ -373,25 +377,47 @@ public final class GatewayService: Service, Sendable {
       refuse(request, message: message, code: code, text: text)
       return
     }
-    if case .peripheralText = request {
+    switch request {
+    case .peripheralText:
       peripheralRole?.text(message)
       return
-    }
-    guard case .bridge(let verb) = request else {
+    case .fleetPeripheralText:
+      peripheralRole?.text(message, source: .fleet)
+      return
+    case .fleet(let verb) where !BridgeRequestRouter.fleetVerbs.contains(verb):
+      let fleet = BridgeRequestRouter.fleetVerbs.sorted().joined(separator: ", ")
+      let transaction = try? BridgeRequest(verb: verb, payload: message.payload).transaction
+      answer(
+        verb: verb,
+        .failure(
+          code: "not_supported",
+          message:
+            "'\(verb.count > 64 ? String(verb.prefix(64)) + "…" : verb)' is not a fleet-wide request: send it to \(topics.bridgeRequestPrefix)…; fleet-wide: \(fleet)",
+          transaction: transaction), to: message, fleet: true)
+      return
+    case .bridge, .fleet: break
+    default:
       centralRole?.request(request, message: message)
       return
     }
+    let (verb, fleet): (String, Bool) =
+      switch request {
+      case .fleet(let verb): (verb, true)
+      case .bridge(let verb): (verb, false)
+      default: ("", false)
+      }
     let scan = centralRole.map { service in { (command: ScanCommand) in service.scan(command) } }
     let device = centralRole.flatMap { $0.servesConnections ? $0 : nil }.map { service in
       { (connect: Bool, body: JSONObject) in service.deviceRequest(connect: connect, body: body) }
     }
     let remove = centralRole.map { service in { (body: JSONObject) in service.remove(body) } }
+    let devices = centralRole.map { service in { service.devicesJSON } }
     let route = router.route(
       verb: verb, payload: message.payload, health: { self.health() }, scan: scan,
-      device: device, remove: remove, peripheral: peripheralRole != nil)
+      device: device, remove: remove, devices: devices, peripheral: peripheralRole != nil)
     switch route {
     case .answer(let response):
-      answer(verb: verb, response, to: message)
+      answer(verb: verb, response, to: message, fleet: fleet)
     case .peripheral(let start, let transaction):
       let queued = PeripheralCommand(
         start: start, verb: verb, transaction: transaction, message: message)
@@ -455,10 +481,9 @@ public final class GatewayService: Service, Sendable {
   /// client, or is over the bound of its kind of topic — or nil.
   private func refusal(of message: MQTTMessage, _ request: Topics.Request) -> (String, String)? {
     let limit: Int
-    if case .peripheralText = request {
-      limit = configuration.peripheral.maxTextBytes
-    } else {
-      limit = configuration.mqtt.inbound.maxRequestBytes
+    switch request {
+    case .peripheralText, .fleetPeripheralText: limit = configuration.peripheral.maxTextBytes
+    default: limit = configuration.mqtt.inbound.maxRequestBytes
     }
     switch message.discarded {
     case .tooLarge(let bytes):
@@ -481,7 +506,11 @@ public final class GatewayService: Service, Sendable {
     switch request {
     case .bridge(let verb):
       answer(verb: verb, .failure(code: code, message: text, transaction: nil), to: message)
-    case .peripheralText:
+    case .fleet(let verb):
+      answer(
+        verb: verb, .failure(code: code, message: text, transaction: nil), to: message,
+        fleet: true)
+    case .peripheralText, .fleetPeripheralText:
       logger.warning(
         "peripheral text refused: \(text)", metadata: ["mqtt.topic": "\(message.topic)"])
       peripheralRole?.refuseText(
@@ -501,8 +530,13 @@ public final class GatewayService: Service, Sendable {
     }
   }
 
-  /// Publishes the response to a bridge request (and to its MQTT 5 response topic).
-  private func answer(verb: String, _ response: BridgeResponse, to message: MQTTMessage) {
+  /// Publishes the response to a bridge request (and to its MQTT 5 response topic); the answer
+  /// to a fleet-wide request carries this gateway's id as `gw` in `data`.
+  private func answer(
+    verb: String, _ response: BridgeResponse, to message: MQTTMessage, fleet: Bool = false
+  ) {
+    var response = response
+    if fleet { response.data["gw"] = .string(topics.gateway.rawValue) }
     if !response.ok {
       counters.requestErrors.withLock { $0 += 1 }
       logger.warning(

@@ -87,11 +87,14 @@ public final class PeripheralRoleService: Sendable {
     }
   }
 
-  /// A message on `<base>/bridge/<gw>/peripheral/text/set`.
+  /// A message on `<base>/bridge/<gw>/peripheral/text/set`, or on the fleet's
+  /// `<base>/bridge/peripheral/text/set` (``PeripheralBridge/setText(_:source:now:)``).
   ///
-  /// - Parameter message: The message.
-  public func text(_ message: MQTTMessage) {
-    driver.feed { bridge, now in bridge.setText(message.payload, now: now) }
+  /// - Parameters:
+  ///   - message: The message.
+  ///   - source: Which of the two topics it came from.
+  public func text(_ message: MQTTMessage, source: PeripheralBridge.TextSource = .own) {
+    driver.feed { bridge, now in bridge.setText(message.payload, source: source, now: now) }
     wakeSink.yield()
   }
 

@@ -67,6 +67,19 @@ struct BridgePlaneTests {
         == ["not connected to the MQTT broker", "adapter hci0 is powered off"])
   }
 
+  @Test("devices answers the devices list; without a central role, not_supported")
+  func devicesVerb() {
+    let list: JSONValue = [["id": "A4C1381E29DF", "connection": "ready"]]
+    let response = router.respond(
+      verb: "devices", payload: Array(#"{"transaction":"d"}"#.utf8), health: health,
+      devices: { list })
+    #expect(response.ok)
+    #expect(response.json["data"]?["devices"] == list)
+    #expect(response.transaction == .string("d"))
+    let none = router.respond(verb: "devices", payload: [], health: health)
+    #expect(none.errorCode == "not_supported")
+  }
+
   @Test("an empty payload is a request without transaction")
   func emptyPayload() {
     let response = router.respond(verb: "health_check", payload: Array("  \n".utf8), health: health)

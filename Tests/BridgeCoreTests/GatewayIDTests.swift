@@ -32,6 +32,14 @@ struct GatewayIDTests {
     #expect(GatewayID(String(repeating: "g", count: 300)).rawValue.count == 64)
   }
 
+  @Test("the fleet's own levels are never a gateway: 'request' and 'peripheral' get _gw")
+  func reserved() {
+    #expect(GatewayID("request").rawValue == "request_gw")
+    #expect(GatewayID("peripheral").rawValue == "peripheral_gw")
+    #expect(GatewayID("requests").rawValue == "requests")
+    #expect(!GatewayID.isValid("request"))
+  }
+
   @Test("tells whether a configured id is kept unchanged")
   func validity() {
     #expect(GatewayID.isValid("pi-1"))

@@ -196,6 +196,30 @@ struct PeripheralBridgeTests {
     #expect(object?["text_bytes"] == 2)
     #expect(object?["subscribers"] == [["address": "11:22:33:44:55:66", "mtu": 185]])
   }
+
+  @Test(
+    "the fleet's text is served until the gateway's own topic holds one; clearing it brings the fleet's back"
+  )
+  func fleetText() {
+    var bridge = advertising()
+    let fleet = Array("for every gateway".utf8)
+    let own = Array("for this one".utf8)
+    #expect(bridge.setText(fleet, source: .fleet, now: 0).contains(.setReadValue(fleet)))
+    #expect(bridge.text == fleet)
+    _ = bridge.setText(own, now: 0)
+    #expect(bridge.text == own)
+    // A new fleet text while the own topic holds one changes nothing.
+    #expect(bridge.setText(Array("newer fleet text".utf8), source: .fleet, now: 0).isEmpty)
+    #expect(bridge.text == own)
+    // The own text cleared: the fleet's latest text is served.
+    #expect(
+      bridge.setText([], now: 0).contains(.setReadValue(Array("newer fleet text".utf8))))
+    #expect(bridge.text == Array("newer fleet text".utf8))
+    // Bad fleet input is refused like bad own input.
+    #expect(
+      bridge.setText([0xFF], source: .fleet, now: 0).compactMap(\.eventType) == ["text_refused"])
+    #expect(bridge.text == Array("newer fleet text".utf8))
+  }
 }
 
 extension PeripheralBridge.Output {

@@ -29,6 +29,20 @@ struct TopicsRequestTests {
     #expect(try parse("gatt2mqtt/bridge/pi/peripheral/text/set") == .peripheralText)
   }
 
+  @Test("recognises fleet-wide requests and the fleet's text; not other gateways' topics")
+  func fleetRequests() throws {
+    #expect(try parse("gatt2mqtt/bridge/request/health_check") == .fleet(verb: "health_check"))
+    #expect(
+      try parse("gatt2mqtt/bridge/request/device/connect") == .fleet(verb: "device/connect"))
+    #expect(try parse("gatt2mqtt/bridge/peripheral/text/set") == .fleetPeripheralText)
+    #expect(try parse("gatt2mqtt/bridge/peripheral/text") == nil)
+    #expect(try parse("gatt2mqtt/bridge/other/request/health_check") == nil)
+    #expect(try parse("gatt2mqtt/bridge/other/peripheral/text/set") == nil)
+    #expect(try parse("elsewhere/bridge/request/health_check") == nil)
+    #expect(topics.fleetRequestFilter.rawValue == "gatt2mqtt/bridge/request/#")
+    #expect(topics.fleetPeripheralTextSet.rawValue == "gatt2mqtt/bridge/peripheral/text/set")
+  }
+
   @Test("recognises device-plane requests")
   func deviceRequests() throws {
     #expect(try parse("gatt2mqtt/A4C1381E29DF/connection/set") == .connectionSet(device))
