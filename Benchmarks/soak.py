@@ -8,17 +8,17 @@ The run (defaults: 5 minutes; `--minutes 60` is the long one):
   - 20 heart-rate peripherals connected (bluetooth.connect.names) and notifying at 10/s each,
     every measurement numbered by the simulated radio (`numbered: true`: its number as
     Energy Expended), so that a lost or repeated one shows;
-  - the broker (mosquitto, persistence on) stopped and started again five times, evenly spread
-    (every minute in the 5-minute run, every 12 in the hour: `--restarts N`);
+  - the broker (mosquitto, persistence on) stopped and started again `--restarts` (5) times,
+    evenly spread: every run/(restarts+1), 50 s in the 5-minute run, 10 minutes in the hour;
   - bursts of bad requests between the restarts: malformed JSON, invalid UTF-8, unknown verbs,
     payloads over mqtt.inbound.max_request_bytes, device topics that do not parse, mixed with
     valid health_checks.
 
-Counted: RSS every 5 s (flat within 2 % from the end of a warm-up, 10 % of the run, to the
-end); per device, the measurement numbers an observer with a persistent session (QoS 1,
+Counted: RSS every 5 s (flat within 2 % from the end of a warm-up — 10 % of the run and at least
+one address rotation plus forget_after, 30 % of the 5-minute run — to the end); per device, the measurement numbers an observer with a persistent session (QoS 1,
 clean_session false, on a broker that keeps its sessions across the restarts) received:
-missing and repeated numbers, against what the gateway's health says it dropped (its offline
-queue policy); bridge requests sent against responses received.
+missing and repeated numbers (PASS needs none missing and none dropped by the gateway's offline
+queue, which is never full here); bridge requests sent against responses received.
 
 Figures go to stdout and to Benchmarks/results/<timestamp>-soak.json.
 """
@@ -103,6 +103,7 @@ class Observer:
     def __init__(self, port: int, client_id: str):
         self.lock = threading.Lock()
         self.numbers: dict[str, list[int]] = {}
+        self.last: dict[str, int] = {}  # per device, the last number, unwrapped
         self.responses = 0
         self.events: dict[str, int] = {}
         self.health: dict | None = None
@@ -128,7 +129,16 @@ class Observer:
             if topic.endswith("/180d/2a37"):
                 value = bytes.fromhex(message.payload.decode())
                 if len(value) == 4 and value[0] == 0x08:
-                    self.numbers.setdefault(topic.split("/")[1], []).append(value[2] | value[3] << 8)
+                    dev = topic.split("/")[1]
+                    number = value[2] | value[3] << 8  # 16 bits: wraps after 109 min at 10/s
+                    last = self.last.get(dev, number)
+                    number += (last - (last & 0xFFFF))  # the wraps seen so far
+                    if number < last - 0x8000:
+                        number += 0x10000
+                    elif number > last + 0x8000:
+                        number -= 0x10000  # a late repeat from before a wrap
+                    self.last[dev] = max(last, number)
+                    self.numbers.setdefault(dev, []).append(number)
             elif topic.startswith(f"{BASE}/response/"):
                 self.responses += 1
             elif topic == f"{BASE}/event":
@@ -229,7 +239,7 @@ def run(binary: str, workdir: Path, minutes: float, restarts: int, burst_size: i
     # RSS after the warm-up — 10 % of the run, and at least one address rotation plus
     # forget_after, by when the device registry holds as many devices as it ever will — against
     # the end: each the mean of one minute of samples (one sample wobbles by ±0.5 MiB).
-    warm_t = max(duration * 0.1, rotate + FORGET_AFTER)
+    warm_t = min(max(duration * 0.1, rotate + FORGET_AFTER), duration * 0.5)
     window = min(60.0, (duration - warm_t) / 3)
     warm_samples = [x for x in samples if warm_t <= x["t"] < warm_t + window]
     end_samples = [x for x in samples if x["t"] >= duration - window]
@@ -286,7 +296,9 @@ def main() -> None:
         print(f"soak: {args.minutes:g} min, {args.restarts} broker restarts, gateway {args.gateway}", flush=True)
         r = run(args.gateway, Path(tmp), args.minutes, args.restarts, args.burst)
     n, g, q, rss = r["notifications"], r["gateway_health"], r["requests"], r["rss"]
-    lost_beyond_policy = n["missing"] - (g["dropped"] or 0)
+    # The offline queue (10,000 messages) is never full in this run: any drop, of any topic, is a
+    # failure, and every missing number one too.
+    lost_beyond_policy = n["missing"] + (g["dropped"] or 0)
     # QoS 1 is at least once: a message in flight (sent, not yet acknowledged) when the broker
     # stops is sent again after the reconnection, and the broker may have delivered it already.
     repeat_bound = r["broker_restarts"] * INFLIGHT
@@ -301,7 +313,7 @@ def main() -> None:
         f"  notifications: {n['received']} received from {n['devices']} devices; {n['missing']} missing, "
         f"{n['repeated']} repeated (QoS 1 redeliveries after a restart, at most "
         f"{repeat_bound}: {r['broker_restarts']} restarts x {INFLIGHT} in flight); the gateway counted {g['dropped']} dropped (offline queue) and "
-        f"reconnected {g['reconnects']}x: {lost_beyond_policy} lost beyond the policy",
+        f"reconnected {g['reconnects']}x",
         f"  requests: {q['bridge_sent']} bridge requests, {q['bridge_answered']} answered; "
         f"{q['request_error_events']} request_error events for bad device topics; "
         f"refused unread {g['requests_refused']}, dropped unanswered {g['received_dropped']}",
@@ -313,7 +325,7 @@ def main() -> None:
     path = out / f"{time.strftime('%Y%m%d-%H%M%S')}-soak.json"
     path.write_text(json.dumps(r, indent=1))
     print(f"  figures: {path.relative_to(REPO)}")
-    ok = (rss["flat"] and lost_beyond_policy <= 0 and n["repeated"] <= repeat_bound
+    ok = (rss["flat"] and lost_beyond_policy == 0 and n["repeated"] <= repeat_bound
           and q["bridge_answered"] >= q["bridge_sent"] and r["gateway_exit"] == 0 and n["devices"] == 20)
     print("soak: PASS" if ok else "soak: FAIL")
     sys.exit(0 if ok else 1)

@@ -43,6 +43,7 @@ extension BlueZCentral: BlueZSessionClient {
       if refusalReported {
         refusalReported = false
         logger.notice("bluetoothd serves this user now")
+        deliver([.stackRefused(nil)])
       }
       synced = true
       announced = true

@@ -98,8 +98,9 @@ public actor BlueZSession {
     clients.withLock { $0.append(client) }
   }
 
-  /// Whether the bus thread and the bus answer: `org.freedesktop.DBus.Peer.Ping` to the bus
-  /// daemon within `timeout` (a service manager's watchdog). Without a connection (the bus is
+  /// Whether the bus thread and the bus answer: `org.freedesktop.DBus.GetId` of the bus daemon
+  /// within `timeout` (a service manager's watchdog; the system bus refuses `Peer.Ping` to
+  /// every user but root). Without a connection (the bus is
   /// being reconnected with backoff) that is no hang: `true`.
   ///
   /// - Parameter timeout: The longest wait.

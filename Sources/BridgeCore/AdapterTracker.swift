@@ -4,13 +4,16 @@
 ///
 /// Feed it every adapter snapshot the ``BLECentral`` reports; forward the returned outputs.
 ///
-/// Events on `<base>/bridge/<gw>/event` (`data` always holds `"adapter"`, the adapter's id):
+/// Events on `<base>/bridge/<gw>/event` (`data` holds `"adapter"`, the adapter's id, except
+/// for the two events of the stack as a whole):
 /// - `adapter_added`: first seen (`state`);
 /// - `adapter_state`: the state changed (`state`, `previous`);
 /// - `adapter_recovered`: back after being ``AdapterInfo/State/unavailable`` or
 ///   ``AdapterInfo/State/resetting`` (`state`, `previous`);
 /// - `adapter_removed`: gone; it stays in the list as ``AdapterInfo/State/unavailable``;
 /// - `bluetooth_unavailable`: the stack itself went away (`adapters`: the ids), all unavailable;
+/// - `bluetooth_refused`: the stack runs but the system bus denies the gateway's user
+///   (`error` `access_denied`, `message` saying what to install, `detail` the D-Bus error);
 /// - `discovery_failed`: starting discovery failed (`error`, `message`); retried on the next
 ///   adapter change or ``setScanning(_:)``.
 public struct AdapterTracker: Sendable {
@@ -111,12 +114,13 @@ public struct AdapterTracker: Sendable {
 
   /// Notes that the stack runs but will not serve the gateway (the bus's policy denies its
   /// user): a `bluetooth_refused` event (`error`, `message`, `detail`), and health says why
-  /// until an adapter is reported again.
+  /// until the stack serves the gateway again (`nil`, or an adapter reported).
   ///
-  /// - Parameter error: Why, with what to do about it.
-  /// - Returns: The event.
-  public mutating func stackRefused(_ error: CentralError) -> [BridgeOutput] {
+  /// - Parameter error: Why, with what to do about it; `nil` when the refusal ended.
+  /// - Returns: The event (nothing when the refusal ended).
+  public mutating func stackRefused(_ error: CentralError?) -> [BridgeOutput] {
     refusal = error
+    guard let error else { return [] }
     var data: JSONObject = [
       "error": .string(error.code.rawValue), "message": .string(error.message),
     ]

@@ -8,9 +8,9 @@ public enum CentralEvent: Sendable, Hashable {
   /// device and discovery session is gone. The stack's return shows as `adapterChanged` events.
   case stackLost
   /// The stack runs but will not serve the gateway (the system bus's policy denies its user:
-  /// ``CentralError/Code/accessDenied``). Sent when it starts; the stack's adapters
-  /// (`adapterChanged`) follow once it serves the gateway again.
-  case stackRefused(CentralError)
+  /// ``CentralError/Code/accessDenied``). Sent when it starts; `nil` when the stack serves the
+  /// gateway again (its adapters follow as `adapterChanged`, if it has any).
+  case stackRefused(CentralError?)
   /// A device appeared in the stack (first advertisement, or from its cache at start-up, then
   /// with `rssi == nil`).
   case deviceAppeared(Advertisement)

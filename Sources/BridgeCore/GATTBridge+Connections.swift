@@ -12,12 +12,21 @@ extension GATTBridge {
     case .deviceAppeared(let advertisement), .deviceUpdated(let advertisement):
       return sighted(advertisement, now: now)
     case .adapterChanged(let adapter):
-      guard adapter.state == .poweredOn else { return [] }
+      guard adapter.state == .poweredOn else {
+        poweredAdapters.remove(adapter.id)
+        return []
+      }
+      // Only an adapter becoming powered (not a property change of one that already is).
+      guard poweredAdapters.insert(adapter.id).inserted else { return [] }
       return adapterReady(now: now)
-    case .deviceRemoved, .adapterRemoved, .connectionRSSI, .scannerWatchdog, .stackRefused:
+    case .adapterRemoved(let id):
+      poweredAdapters.remove(id)
+      return []
+    case .deviceRemoved, .connectionRSSI, .scannerWatchdog, .stackRefused:
       return []
     case .stackLost:
       stackDown = true
+      poweredAdapters = []
       seen = []
       seenBefore = []
       var outputs: [GATTOutput] = []
@@ -53,7 +62,7 @@ extension GATTBridge {
     }
   }
 
-  /// A powered adapter: the stack is back after a restart, or an adapter was powered on. Links
+  /// An adapter became powered: the stack is back after a restart, or an adapter was powered on. Links
   /// waiting to retry after the stack went away, or after failing for want of a stack or of
   /// power, try again now rather than after the backoff those failures ran up (measured in the
   /// lab: the three links of a bluetoothd restart came back 2.5–5 s after it instead of at once).

@@ -177,6 +177,8 @@ public struct GATTBridge: Sendable {
   /// The stack went away (`stackLost`) and no adapter is powered again yet: no attempt starts
   /// (each would fail and run up its link's backoff).
   var stackDown = false
+  /// The adapters powered now, so that only one becoming powered cuts retries short.
+  var poweredAdapters: Set<String> = []
 
   static let seenGeneration = 4096
 

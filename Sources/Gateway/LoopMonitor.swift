@@ -63,7 +63,11 @@ final class LoopMonitor: Sendable {
     }
     let deadline = now + limit
     while ContinuousClock.now < deadline, probes.withLock({ $0.contains { $0.asked != nil } }) {
-      try? await Task.sleep(for: .milliseconds(10))
+      do {
+        try await Task.sleep(for: .milliseconds(10))
+      } catch {
+        break  // shutting down: no busy wait on a loop that hangs
+      }
     }
     return stalled(limit: limit)
   }

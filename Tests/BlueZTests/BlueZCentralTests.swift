@@ -250,13 +250,14 @@ struct BlueZCentralTests {
     let fake = try await FakeBlueZ.start(on: bus)
     let (central, events, task) = Self.central(bus)
     defer { task.cancel() }
-    let refused = try await events.next { if case .stackRefused = $0 { true } else { false } }
-    guard case .stackRefused(let error) = refused else { return }
+    let refused = try await events.next { if case .stackRefused(_?) = $0 { true } else { false } }
+    guard case .stackRefused(let refusal) = refused, let error = refusal else { return }
     #expect(error.code == .accessDenied)
     #expect(error.detail == "org.freedesktop.DBus.Error.AccessDenied")
     #expect(error.message.contains("gatt2mqtt.conf"), "\(error.message)")
     // The policy installed and reloaded: the central mirrors the stack by itself.
     try await bus.reload(policy: "")
+    try await events.next { $0 == .stackRefused(nil) }
     try await events.next(where: Self.isAdapter("hci0"))
     #expect(try await central.adapters().map(\.id) == ["hci0"])
     await fake.stop()

@@ -232,5 +232,11 @@ struct AdapterTrackerTests {
     _ = tracker.update(adapter(discovering: true))
     #expect(tracker.refusal == nil)
     #expect(tracker.problems.isEmpty)
+    // Served again by a stack with no adapter: the refusal ends all the same.
+    var empty = AdapterTracker(topics: Fixture.topics, scanning: nil)
+    _ = empty.stackRefused(error)
+    #expect(empty.stackRefused(nil).isEmpty)
+    #expect(empty.refusal == nil)
+    #expect(empty.problems == ["no Bluetooth adapter (is bluetoothd running?)"])
   }
 }

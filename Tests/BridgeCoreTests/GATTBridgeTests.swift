@@ -266,5 +266,12 @@ struct GATTBridgeConnectionTests {
     #expect(
       h.event(.adapterChanged(AdapterInfo(id: "hci0", powered: true, discovering: true))).connects
         .isEmpty)
+    // Nor does it shorten a stack error's backoff: only an adapter becoming powered does.
+    #expect(h.tick(600).connects == [H.sensor])
+    h.connected(H.sensor, error: CentralError(.poweredOff, message: "adapter off"))
+    #expect(
+      h.event(.adapterChanged(AdapterInfo(id: "hci0", powered: true, discovering: false))).connects
+        .isEmpty)
+    #expect(h.event(.adapterChanged(AdapterInfo(id: "hci1", powered: true))).connects == [H.sensor])
   }
 }
