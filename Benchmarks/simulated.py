@@ -68,6 +68,19 @@ def rss_kib(pid: int) -> tuple[int, int]:
     return values["VmRSS"], values["VmHWM"]
 
 
+def wait_listening(proc: subprocess.Popen, port: int, seconds: float = 10) -> None:
+    """Returns once something listens on 127.0.0.1:`port`; exits if `proc` ends or time runs out."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"benchmark: {proc.args[0]} did not start listening on {port}")
+            time.sleep(0.02)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -85,15 +98,7 @@ class Broker:
         conf.write_text("\n".join(lines) + "\n")
         self.log = open(workdir / f"mosquitto-{self.port}.log", "w")
         self.proc = subprocess.Popen(["mosquitto", "-c", str(conf)], stderr=self.log)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("benchmark: mosquitto did not start")
-                time.sleep(0.05)
+        wait_listening(self.proc, self.port)
 
     def stop(self) -> None:
         self.proc.terminate()

@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -40,7 +39,7 @@ from pathlib import Path
 import paho.mqtt.client as mqtt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from simulated import cpu_seconds, free_port, rss_kib, start_gateway, stop  # noqa: E402
+from simulated import cpu_seconds, free_port, rss_kib, start_gateway, stop, wait_listening  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 GATEWAY_ID = "soak"
@@ -72,15 +71,7 @@ class PersistentBroker:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(["mosquitto", "-c", str(self.conf)], stderr=self.log)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("soak: mosquitto did not start")
-                time.sleep(0.02)
+        wait_listening(self.proc, self.port)
 
     def stop(self) -> None:
         if self.proc:
