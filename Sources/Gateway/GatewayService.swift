@@ -567,6 +567,7 @@ public final class GatewayService: Service, Sendable {
       } catch {
         return
       }
+      ProcessMetrics.releaseFreeMemory()
       var report = health()
       let now = ContinuousClock.now
       let elapsed =
