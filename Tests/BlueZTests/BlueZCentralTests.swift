@@ -251,7 +251,11 @@ struct BlueZCentralTests {
     let (central, events, task) = Self.central(bus)
     defer { task.cancel() }
     let refused = try await events.next { if case .stackRefused(_?) = $0 { true } else { false } }
-    guard case .stackRefused(let refusal) = refused, let error = refusal else { return }
+    guard case .stackRefused(let refusal) = refused else {
+      Issue.record("expected stackRefused, got \(refused)")
+      return
+    }
+    let error = try #require(refusal)
     #expect(error.code == .accessDenied)
     #expect(error.detail == "org.freedesktop.DBus.Error.AccessDenied")
     #expect(error.message.contains("gatt2mqtt.conf"), "\(error.message)")
