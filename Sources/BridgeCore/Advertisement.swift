@@ -82,14 +82,19 @@ public struct Advertisement: Sendable, Hashable {
   ///   data in lower-case hex, keys in ascending order.
   /// - `servicedata`: keys are ``BluetoothUUID/shortForm``, values lower-case hex, keys in
   ///   ascending UUID order; `uuids` likewise, sorted and without repeats.
+  /// - `decoded`, when given and not empty: what ``AdvertisementDecoder`` made of the data
+  ///   (``DecodedAdvertisement/json``).
   /// - `ts` is milliseconds since the Unix epoch, as in the `json` value format.
   ///
   /// - Parameters:
   ///   - gateway: This gateway.
   ///   - time: When it was received, in seconds since the Unix epoch.
+  ///   - decoded: The decoded values, if decoding is on.
   /// - Returns: The JSON value.
-  public func json(gateway: GatewayID, time: Double) -> JSONValue {
-    (try? JSONValue.parse(jsonBytes(gateway: gateway, time: time))) ?? .null
+  public func json(gateway: GatewayID, time: Double, decoded: DecodedAdvertisement? = nil)
+    -> JSONValue
+  {
+    (try? JSONValue.parse(jsonBytes(gateway: gateway, time: time, decoded: decoded))) ?? .null
   }
 
   /// The same payload as ``json(gateway:time:)``, as the bytes to publish, written directly
@@ -98,8 +103,11 @@ public struct Advertisement: Sendable, Hashable {
   /// - Parameters:
   ///   - gateway: This gateway.
   ///   - time: When it was received, in seconds since the Unix epoch.
+  ///   - decoded: The decoded values, if decoding is on.
   /// - Returns: The compact JSON text, as ``JSONValue/serializedBytes()`` would write it.
-  public func jsonBytes(gateway: GatewayID, time: Double) -> [UInt8] {
+  public func jsonBytes(gateway: GatewayID, time: Double, decoded: DecodedAdvertisement? = nil)
+    -> [UInt8]
+  {
     var writer = JSONWriter()
     writer.beginObject()
     writer.key("id")
@@ -145,6 +153,10 @@ public struct Advertisement: Sendable, Hashable {
       writer.beginArray()
       for uuid in Set(serviceUUIDs).sorted() { writer.string(uuid.shortForm) }
       writer.endArray()
+    }
+    if let decoded, !decoded.isEmpty {
+      writer.key("decoded")
+      writer.value(decoded.json)
     }
     writer.key("gw")
     writer.string(gateway.rawValue)

@@ -125,6 +125,10 @@ public struct CentralBridge: Sendable {
     var outputs: [Output] = []
     for (address, link) in gatt.links where discovery.registry[address]?.connection != link.state {
       outputs += discovery.linkStateChanged(address, link.state, now: now).map(Output.discovery)
+      if link.state == .ready, let tree = link.tree, discovery.homeAssistant != nil {
+        outputs += discovery.gattResolved(address, tree: tree) { gatt.format(for: $0) }
+          .map(Output.discovery)
+      }
     }
     return outputs
   }

@@ -38,6 +38,11 @@ public struct DiscoveryBridge: Sendable {
     /// The fewest seconds between two publications of the devices list
     /// (`devices.list_interval`, default 5).
     public var devicesInterval: Double
+    /// Whether published advertisements carry what ``AdvertisementDecoder`` decodes
+    /// (`bluetooth.decode`, default `true`).
+    public var decode: Bool
+    /// Home Assistant discovery for the devices (`homeassistant.*`); `nil` when off.
+    public var homeAssistant: HomeAssistantDiscovery?
 
     /// Makes a configuration.
     ///
@@ -49,13 +54,16 @@ public struct DiscoveryBridge: Sendable {
     ///   - registry: The empty device registry.
     ///   - presence: The presence estimator.
     ///   - devicesInterval: The fewest seconds between two devices-list publications.
+    ///   - decode: Whether published advertisements carry their decoded values.
+    ///   - homeAssistant: Home Assistant discovery, or `nil` for none.
     public init(
       filter: AdvertisementFilter = AdvertisementFilter(), scanOnStart: Bool = true,
       adapters: Set<String> = [],
       rateLimiter: AdvertisementRateLimiter = AdvertisementRateLimiter(),
       registry: DeviceRegistry = DeviceRegistry(),
       presence: PresenceEstimator = PresenceEstimator(),
-      devicesInterval: Double = 5
+      devicesInterval: Double = 5, decode: Bool = true,
+      homeAssistant: HomeAssistantDiscovery? = nil
     ) {
       self.filter = filter
       self.scanOnStart = scanOnStart
@@ -64,6 +72,8 @@ public struct DiscoveryBridge: Sendable {
       self.registry = registry
       self.presence = presence
       self.devicesInterval = devicesInterval
+      self.decode = decode
+      self.homeAssistant = homeAssistant
     }
   }
 
@@ -95,6 +105,10 @@ public struct DiscoveryBridge: Sendable {
   public private(set) var counters = Counters()
   /// The fewest seconds between two devices-list publications.
   public let devicesInterval: Double
+  /// Whether published advertisements carry their decoded values.
+  public let decode: Bool
+  /// Home Assistant discovery; `nil` when off.
+  public private(set) var homeAssistant: HomeAssistantDiscovery?
   /// Seconds to add to the `now` this bridge is given to get wall-clock time, for the
   /// timestamps in payloads (`ts`, `last_seen`).
   ///
@@ -124,6 +138,8 @@ public struct DiscoveryBridge: Sendable {
     presence = configuration.presence
     rateLimiter = configuration.rateLimiter
     devicesInterval = configuration.devicesInterval
+    decode = configuration.decode
+    homeAssistant = configuration.homeAssistant
   }
 
   /// Takes in one event from the central.
@@ -303,9 +319,30 @@ public struct DiscoveryBridge: Sendable {
     guard let record = registry[address], record.connection != state else { return [] }
     _ = registry.setConnection(address, state, now: now)
     devicesChanged = true
-    guard record.connection.isConnected != state.isConnected else { return [] }
+    let linked = homeAssistant != nil ? (homeAssistant?.linked(record) ?? []) : []
+    guard record.connection.isConnected != state.isConnected else { return linked }
     let reading = presence.setConnected(address, state.isConnected, now: now)
-    return presenceOutputs(address, reading)
+    return linked + presenceOutputs(address, reading)
+  }
+
+  /// A connected device's GATT tree is known: its Home Assistant value and control entities
+  /// (``HomeAssistantDiscovery/resolved(_:tree:format:)``).
+  ///
+  /// - Parameters:
+  ///   - address: The device's address.
+  ///   - tree: Its GATT tree.
+  ///   - format: The value format of each characteristic.
+  /// - Returns: The configs to publish; none without Home Assistant discovery.
+  public mutating func gattResolved(
+    _ address: BluetoothAddress, tree: GATTTree, format: (CharacteristicPath) -> ValueFormat
+  ) -> [BridgeOutput] {
+    guard homeAssistant != nil, let record = registry[address] else { return [] }
+    return homeAssistant?.resolved(record, tree: tree, format: format) ?? []
+  }
+
+  /// Every device's Home Assistant configs again (Home Assistant said `online`).
+  public func homeAssistantRepublish() -> [BridgeOutput] {
+    homeAssistant?.republish() ?? []
   }
 
   /// Notes that starting discovery on an adapter failed (the central threw).
@@ -375,10 +412,15 @@ public struct DiscoveryBridge: Sendable {
     if observation.listChanged || !observation.evicted.isEmpty { devicesChanged = true }
     if rateLimiter.shouldPublish(advertisement, now: now) {
       counters.published += 1
+      let decoded = decode ? AdvertisementDecoder.decode(advertisement) : nil
+      if homeAssistant != nil {
+        outputs += homeAssistant?.observed(record, decoded: decoded) ?? []
+      }
       outputs.append(
         .publish(
           topic: topics.advertisement(record.id),
-          payload: advertisement.jsonBytes(gateway: topics.gateway, time: now + wallClockOffset),
+          payload: advertisement.jsonBytes(
+            gateway: topics.gateway, time: now + wallClockOffset, decoded: decoded),
           retain: false))
     }
     // Mutate first, then read: `presenceOutputs(…, presence.record(…))` would borrow a copy of
@@ -403,7 +445,8 @@ public struct DiscoveryBridge: Sendable {
   private mutating func forgetOutputs(_ record: DeviceRecord) -> [BridgeOutput] {
     rateLimiter.forget(record.address)
     presence.forget(record.address)
-    return [
+    let configs = homeAssistant != nil ? (homeAssistant?.forget(record.address) ?? []) : []
+    return configs + [
       .publish(topic: topics.availability(record.id), payload: [], retain: true),
       .publish(topic: topics.presence(record.id), payload: [], retain: true),
     ]

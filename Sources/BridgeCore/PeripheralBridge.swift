@@ -288,9 +288,21 @@ public struct PeripheralBridge: Sendable {
           return .object(entry)
         } + Array(repeating: ["address": nil], count: anonymous)),
       "text_bytes": .integer(Int64(text.count)),
+      "text_preview": .string(textPreview),
     ]
     if case .unavailable(let reason) = state { object["reason"] = .string(reason) }
     return .object(object)
+  }
+
+  /// The longest preview of the served text in the state payload, in characters (Unicode
+  /// scalars): Home Assistant's limit for a `text` entity's state.
+  public static let previewLength = 255
+
+  /// The first ``previewLength`` characters of the served text (`text_preview`), for displays
+  /// such as Home Assistant's `text` entity; `text_bytes` tells whether it is all of it.
+  public var textPreview: String {
+    let head = text.prefix(Self.previewLength * 4)
+    return String(String(decoding: head, as: UTF8.self).unicodeScalars.prefix(Self.previewLength))
   }
 
   static func name(_ state: PeripheralState) -> String {

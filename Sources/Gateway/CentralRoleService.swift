@@ -76,6 +76,12 @@ public final class CentralRoleService: Sendable {
     driver.feed { bridge, _ in bridge.discovery { $0.apply(command) } }
   }
 
+  /// Publishes every device's Home Assistant discovery configs again (Home Assistant sent
+  /// its `online` birth message).
+  public func republishHomeAssistant() {
+    driver.feed { bridge, _ in bridge.discovery { ($0.homeAssistantRepublish(), ()) } }
+  }
+
   /// Answers a `device/remove` bridge request (``DiscoveryBridge/remove(_:)``).
   public func remove(_ body: JSONObject) -> BridgeResponse {
     driver.feed { bridge, _ in bridge.discovery { $0.remove(body) } }

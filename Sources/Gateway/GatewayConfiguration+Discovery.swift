@@ -21,7 +21,23 @@ extension GatewayConfiguration {
         offlineAfter: b.offlineAfter, forgetAfter: b.forgetAfter, capacity: b.maxDevices),
       presence: PresenceEstimator(
         enterRSSI: Double(b.presence.enterRSSI), leaveRSSI: Double(b.presence.leaveRSSI),
-        halfLife: b.presence.halfLife, awayAfter: b.presence.awayAfter))
+        halfLife: b.presence.halfLife, awayAfter: b.presence.awayAfter),
+      decode: b.decode)
+  }
+
+  /// Home Assistant discovery's settings from `homeassistant.*`; `nil` when it is off.
+  ///
+  /// Values that come only from advertisements expire after `bluetooth.offline_after` or three
+  /// `bluetooth.advertisement_interval`s, whichever is longer (the rate limiter republishes an
+  /// unchanged advertisement every interval).
+  public var homeAssistantConfiguration: HomeAssistantDiscovery.Configuration? {
+    guard homeAssistant.enabled else { return nil }
+    let expiry = max(bluetooth.offlineAfter, 3 * bluetooth.advertisementInterval)
+    return HomeAssistantDiscovery.Configuration(
+      prefix: homeAssistant.prefix,
+      // The loader has checked every rule with the same parser.
+      controls: homeAssistant.controls.compactMap { try? HomeAssistantControlRule(parsing: $0) },
+      expireAfter: max(1, Int(expiry.rounded(.up))), version: GatewayVersion.current)
   }
 }
 

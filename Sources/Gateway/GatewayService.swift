@@ -43,6 +43,9 @@ public final class GatewayService: Service, Sendable {
   private static let peripheralCommandLimit = 16
   let centralRole: CentralRoleService?
   let peripheralRole: PeripheralRoleService?
+  /// Home Assistant discovery of the gateway's own device (the central role holds the
+  /// devices'); `nil` when `homeassistant.enabled` is off.
+  let homeAssistant: HomeAssistantDiscovery?
 
   /// Creates the gateway from a loaded configuration.
   /// - Parameters:
@@ -89,11 +92,15 @@ public final class GatewayService: Service, Sendable {
     }
     // One clock for every bridge: monotonic timers, wall-clock timestamps.
     let clock = BridgeClock.system
+    homeAssistant = configuration.homeAssistantConfiguration.map { [topics] in
+      HomeAssistantDiscovery(topics: topics, configuration: $0)
+    }
     if let central {
+      var discovery = configuration.discoveryBridgeConfiguration
+      discovery.homeAssistant = homeAssistant
       centralRole = CentralRoleService(
         central: central,
-        discovery: DiscoveryBridge(
-          topics: topics, configuration: configuration.discoveryBridgeConfiguration),
+        discovery: DiscoveryBridge(topics: topics, configuration: discovery),
         gatt: GATTBridge(topics: topics, configuration: configuration.gattBridgeConfiguration),
         client: client, qos: MQTTQoS(rawValue: configuration.mqtt.qos) ?? .atLeastOnce,
         clock: clock, logger: logger)
@@ -155,6 +162,13 @@ public final class GatewayService: Service, Sendable {
       MQTTMessage(
         topic: topics.bridgeInfo.rawValue, payload: infoPayload(), qos: .atLeastOnce,
         retain: true))
+
+    if let homeAssistant {
+      // The gateway's device before any Bluetooth device's, so that their `via_device`
+      // resolves in Home Assistant.
+      client.addSubscription(homeAssistant.statusTopic)
+      publishHomeAssistantGateway()
+    }
 
     var duplicate = false
     await withTaskGroup(of: Void.self) { group in
@@ -326,6 +340,17 @@ public final class GatewayService: Service, Sendable {
     }
   }
 
+  /// Publishes (retained, and again after every reconnect) the Home Assistant configs of the
+  /// gateway's own device.
+  private func publishHomeAssistantGateway() {
+    guard let homeAssistant else { return }
+    for config in homeAssistant.gatewayConfigs(peripheral: peripheralRole != nil) {
+      client.setRetainedState(
+        MQTTMessage(
+          topic: config.topic.rawValue, payload: config.payload, qos: .atLeastOnce, retain: true))
+    }
+  }
+
   /// Answers `busy` to the requests that arrived while the inbound queue was full (the client
   /// hands them over without their payload).
   private func refuseOverflow() async {
@@ -339,6 +364,14 @@ public final class GatewayService: Service, Sendable {
   func handle(_ incoming: MQTTMessage) {
     if incoming.topic == topics.bridgeState.rawValue {
       observeOwnState(incoming)
+      return
+    }
+    if incoming.topic == homeAssistant?.statusTopic {
+      if incoming.payload == Array("online".utf8) {
+        logger.info("Home Assistant is online: publishing the discovery configs again")
+        publishHomeAssistantGateway()
+        centralRole?.republishHomeAssistant()
+      }
       return
     }
     guard let topic = try? TopicName(incoming.topic), let request = topics.parseRequest(topic)

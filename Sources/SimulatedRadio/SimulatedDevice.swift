@@ -16,6 +16,7 @@ struct SimulatedDevice {
     static let actuatorStream = uuid("5a1d0002-6a63-4b3c-9c5e-3b5c7d2a0001")
     static let actuatorStatus = uuid("5a1d0003-6a63-4b3c-9c5e-3b5c7d2a0001")
     static let cccd = BluetoothUUID(uuid16: 0x2902)
+    static let bthome = BluetoothUUID(uuid16: 0xFCD2)
 
     private static func uuid(_ text: String) -> BluetoothUUID {
       // Literals above are valid UUIDs; a typo is a programmer error.
@@ -49,6 +50,8 @@ struct SimulatedDevice {
   /// Heart-rate measurements sent so far (``SimulatedWorld/DeviceGroup/numbered``).
   var measurements: UInt16 = 0
   var battery = 100
+  /// A thermometer's temperature in hundredths of a degree Celsius.
+  var centidegrees = 2150
 
   init(group: SimulatedWorld.DeviceGroup, name: String, rng: SeededGenerator) {
     self.group = group
@@ -62,7 +65,7 @@ struct SimulatedDevice {
     values[UUIDs.actuatorStatus] = [0x00]
   }
 
-  var connectable: Bool { group.kind != .beacon }
+  var connectable: Bool { group.kind != .beacon && group.kind != .thermometer }
   var addressType: Advertisement.AddressType { group.rotate > 0 ? .random : .public }
 
   /// A fresh address from the device's own generator: public for fixed devices, resolvable
@@ -92,7 +95,7 @@ struct SimulatedDevice {
     case .heartRate: UUIDs.heartRate
     case .actuator: UUIDs.actuator
     case .transfer: GATTBridge.defaultTransferService
-    case .beacon: nil
+    case .beacon, .thermometer: nil
     }
   }
 
@@ -111,10 +114,25 @@ struct SimulatedDevice {
     case .battery:
       advertisement.txPower = -8
       advertisement.serviceData = [UUIDs.battery: [UInt8(battery)]]
+    case .thermometer:
+      advertisement.serviceData = [UUIDs.bthome: bthomeMeasurement()]
     default:
       advertisement.txPower = -8
     }
     return advertisement
+  }
+
+  /// The next BTHome v2 service data of a thermometer: the temperature (centi-degrees, around
+  /// 21.5 °C) takes a step of up to ±0.2 °C, the humidity follows it.
+  mutating func bthomeMeasurement() -> [UInt8] {
+    centidegrees = min(3500, max(500, centidegrees + Int.random(in: -20...20, using: &rng)))
+    let humidity = UInt16(clamping: 5000 - (centidegrees - 2150) * 2)
+    let temperature = UInt16(bitPattern: Int16(clamping: centidegrees))
+    return [
+      0x40, 0x00, UInt8(truncatingIfNeeded: sequence), 0x01, UInt8(battery),
+      0x02, UInt8(temperature & 0xFF), UInt8(temperature >> 8),
+      0x03, UInt8(humidity & 0xFF), UInt8(humidity >> 8),
+    ]
   }
 
   /// The GATT tree the device offers once connected.
@@ -162,7 +180,7 @@ struct SimulatedDevice {
               descriptors: notifying)
           ])
       ]
-    case .beacon:
+    case .beacon, .thermometer:
       services = []
     }
     return GATTTree(services: services + [information], mtu: group.mtu)

@@ -45,6 +45,9 @@ public struct SimulatedWorld: Sendable, Hashable {
     case transfer
     /// A non-connectable beacon whose manufacturer data changes with every advertisement.
     case beacon
+    /// A non-connectable BTHome v2 thermometer (service data `fcd2`, unencrypted): packet id,
+    /// battery, temperature and humidity, the temperature wandering with every advertisement.
+    case thermometer
   }
 
   /// A group of identical peripherals.
@@ -218,6 +221,7 @@ public struct SimulatedWorld: Sendable, Hashable {
       DeviceGroup(kind: .actuator, name: "sim-actuator"),
       DeviceGroup(kind: .transfer, name: "sim-transfer", textInterval: 20),
       DeviceGroup(kind: .beacon, count: 3, name: "sim-beacon", rssi: -75, rotate: 30),
+      DeviceGroup(kind: .thermometer, name: "sim-thermometer", rssi: -65),
     ],
     centrals: [CentralGroup(mtu: 185, subscribeAfter: 2, stay: 20, pause: 10)])
 }

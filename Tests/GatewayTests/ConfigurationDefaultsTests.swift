@@ -94,7 +94,9 @@ struct ConfigurationDefaultsTests {
 
   @Test func knownKeysListEveryKeyWithItsType() {
     let keys = ConfigurationLoader.knownKeys
-    #expect(keys.count == 73)
+    #expect(keys.count == 77)
+    #expect(keys["homeassistant.controls"] == .list(.controlRule))
+    #expect(keys["bluetooth.decode"] == .boolean)
     #expect(keys["peripheral.notify_socket"] == .boolean)
     #expect(keys["bluetooth.gatt.notify_method"] == .choice(["auto", "acquire", "start"]))
     #expect(keys["bluetooth.gatt.notify_methods"] == .list(.notifyMethodRule))

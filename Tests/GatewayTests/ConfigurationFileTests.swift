@@ -184,8 +184,8 @@ struct ConfigurationFileTests {
     #expect(error.key == nil)
     #expect(
       error.message
-        == "the top level must be a mapping of the sections bluetooth, gateway, log, mqtt, "
-        + "peripheral, got a list")
+        == "the top level must be a mapping of the sections bluetooth, gateway, homeassistant, "
+        + "log, mqtt, peripheral, got a list")
   }
 
   @Test func yamlSyntaxErrorIsReportedWithItsLine() async throws {
@@ -256,7 +256,7 @@ enum ConfigurationFixture {
       radio: .none, adapter: "hci1", simulation: "/etc/gatt2mqtt/world.yaml", scanOnStart: false,
       minRSSI: -95,
       advertisementInterval: 30, advertisementMinInterval: 2, offlineAfter: 120,
-      forgetAfter: 3600, maxDevices: 50,
+      forgetAfter: 3600, maxDevices: 50, decode: false,
       presence: .init(enterRSSI: -70, leaveRSSI: -85, halfLife: 5, awayAfter: 60),
       filterUUIDs: ["180f", "0x2a37", "0000feaa", "0000180d-0000-1000-8000-00805f9b34fb"],
       filterName: "Thermo*", filterAllow: ["A4:C1:38:1E:29:DF", "11:22:33:44:55:66"],
@@ -276,7 +276,10 @@ enum ConfigurationFixture {
       enabled: true, service: "0000fe10-0000-1000-8000-00805f9b34fb", characteristic: "fe11",
       writeCharacteristic: "fe12", localName: "hub", adapter: "hci2", requireEncryption: true,
       allow: ["11:22:33:44:55:66"], maxTextBytes: 4096, chunkInterval: 0.02,
-      notifySocket: false))
+      notifySocket: false),
+    homeAssistant: .init(
+      enabled: false, prefix: "ha/discovery",
+      controls: ["*/fff0/fff1=button", "AABBCCDDEEFF/fff0/fff2=text"]))
 
   /// The values of `everyKey` as text, by key path.
   static let everyKeyText: [String: String] = [
@@ -319,7 +322,9 @@ enum ConfigurationFixture {
     "peripheral.local_name": "hub", "peripheral.adapter": "hci2",
     "peripheral.require_encryption": "true", "peripheral.allow": "11:22:33:44:55:66",
     "peripheral.max_text_bytes": "4096", "peripheral.chunk_interval": "0.02",
-    "peripheral.notify_socket": "false",
+    "peripheral.notify_socket": "false", "bluetooth.decode": "false",
+    "homeassistant.enabled": "false", "homeassistant.prefix": "ha/discovery",
+    "homeassistant.controls": "*/fff0/fff1=button,AABBCCDDEEFF/fff0/fff2=text",
   ]
 
   /// A new empty temporary directory.

@@ -62,6 +62,13 @@ struct JSONWriter {
     needsComma = true
   }
 
+  /// Any value, as ``JSONValue/serializedBytes()`` writes it.
+  mutating func value(_ value: JSONValue) {
+    separate()
+    bytes.append(contentsOf: value.serializedBytes())
+    needsComma = true
+  }
+
   private mutating func open(_ bracket: UInt8) {
     separate()
     bytes.append(bracket)

@@ -95,6 +95,7 @@ struct ConfigurationKey: Sendable {
     .number("bluetooth.offline_after", \.bluetooth.offlineAfter, atMost: 604_800),
     .number("bluetooth.forget_after", \.bluetooth.forgetAfter, atMost: 604_800),
     .int("bluetooth.max_devices", \.bluetooth.maxDevices, .integer(1...1_000_000)),
+    .bool("bluetooth.decode", \.bluetooth.decode),
     .int("bluetooth.presence.enter_rssi", \.bluetooth.presence.enterRSSI, .integer(-127...20)),
     .int("bluetooth.presence.leave_rssi", \.bluetooth.presence.leaveRSSI, .integer(-127...20)),
     .number("bluetooth.presence.half_life", \.bluetooth.presence.halfLife, atMost: 86_400),
@@ -129,6 +130,9 @@ struct ConfigurationKey: Sendable {
     .int("peripheral.max_text_bytes", \.peripheral.maxTextBytes, .integer(0...67_108_864)),
     .number("peripheral.chunk_interval", \.peripheral.chunkInterval, atMost: 1),
     .bool("peripheral.notify_socket", \.peripheral.notifySocket),
+    .bool("homeassistant.enabled", \.homeAssistant.enabled),
+    .string("homeassistant.prefix", \.homeAssistant.prefix, .topicPrefix),
+    .list("homeassistant.controls", \.homeAssistant.controls, of: .controlRule),
   ]
 
   /// The keys by dotted path.

@@ -56,6 +56,9 @@ extension ConfigurationLoader {
       case formatRule
       /// A notify-method rule, `<dev>/<svc>/<chr>=<method>` (BridgeCore's `NotifyMethodRule`).
       case notifyMethodRule
+      /// A Home Assistant control rule, `<dev>/<svc>/<chr>=<control>` (BridgeCore's
+      /// `HomeAssistantControlRule`).
+      case controlRule
 
       /// One item, for messages: "a Bluetooth address".
       public var description: String {
@@ -66,6 +69,7 @@ extension ConfigurationLoader {
         case .characteristicSelector: "a characteristic selector"
         case .formatRule: "a value-format rule"
         case .notifyMethodRule: "a notify-method rule"
+        case .controlRule: "a Home Assistant control rule"
         }
       }
 
@@ -85,6 +89,10 @@ extension ConfigurationLoader {
         case .notifyMethodRule:
           "notify-method rules (<dev>/<svc>/<chr>=<method>, e.g. */180d/2a37=start; methods "
             + NotifyMethod.allCases.map(\.rawValue).joined(separator: ", ") + ")"
+        case .controlRule:
+          "Home Assistant control rules (<dev>/<svc>/<chr>=<control>, e.g. "
+            + "A4C1381E29DF/fff0/fff1=switch; controls "
+            + HomeAssistantControl.allCases.map(\.rawValue).joined(separator: ", ") + ")"
         }
       }
 
@@ -97,6 +105,7 @@ extension ConfigurationLoader {
         case .characteristicSelector: (try? CharacteristicSelector(parsing: item)).map { _ in item }
         case .formatRule: (try? FormatRule(parsing: item)).map { _ in item }
         case .notifyMethodRule: (try? NotifyMethodRule(parsing: item)).map { _ in item }
+        case .controlRule: (try? HomeAssistantControlRule(parsing: item)).map { _ in item }
         }
       }
 

@@ -53,6 +53,10 @@ extension GatewayConfiguration {
     /// Most devices remembered; the longest-unseen are evicted first
     /// (`bluetooth.max_devices`). Default 1000.
     public var maxDevices: Int
+    /// Whether published advertisements carry a `decoded` member with what the advertisement
+    /// decoders (BTHome v2, iBeacon, Eddystone, Ruuvi, SIG service data) read from them
+    /// (`bluetooth.decode`). Default `true`.
+    public var decode: Bool
     /// Presence (row C11) settings (`bluetooth.presence.*`).
     public var presence: Presence
     /// Which devices to connect to (rows C4, C10; `bluetooth.connect.*`).
@@ -90,7 +94,8 @@ extension GatewayConfiguration {
       scanOnStart: Bool = true,
       minRSSI: Int? = nil, advertisementInterval: Double = 10,
       advertisementMinInterval: Double = 1, offlineAfter: Double = 90,
-      forgetAfter: Double = 900, maxDevices: Int = 1000, presence: Presence = Presence(),
+      forgetAfter: Double = 900, maxDevices: Int = 1000, decode: Bool = true,
+      presence: Presence = Presence(),
       filterUUIDs: [String] = [], filterName: String? = nil, filterAllow: [String] = [],
       filterDeny: [String] = [], connect: Connect = Connect(), gatt: GATT = GATT(),
       transfer: Transfer = Transfer()
@@ -108,6 +113,7 @@ extension GatewayConfiguration {
       self.offlineAfter = offlineAfter
       self.forgetAfter = forgetAfter
       self.maxDevices = maxDevices
+      self.decode = decode
       self.presence = presence
       self.filterUUIDs = filterUUIDs
       self.filterName = filterName

@@ -18,6 +18,8 @@ public struct GatewayConfiguration: Sendable, Equatable {
   public var bluetooth: Bluetooth
   /// The peripheral role (`peripheral.*`).
   public var peripheral: Peripheral
+  /// Home Assistant discovery (`homeassistant.*`).
+  public var homeAssistant: HomeAssistant
 
   /// Creates a configuration; every omitted part has its defaults.
   ///
@@ -27,11 +29,14 @@ public struct GatewayConfiguration: Sendable, Equatable {
   ///   - log: The logging settings.
   ///   - bluetooth: The Bluetooth settings.
   ///   - peripheral: The peripheral-role settings.
+  ///   - homeAssistant: The Home Assistant discovery settings.
   public init(
     mqtt: MQTT = MQTT(), gateway: Gateway = Gateway(), log: Log = Log(),
-    bluetooth: Bluetooth = Bluetooth(), peripheral: Peripheral = Peripheral()
+    bluetooth: Bluetooth = Bluetooth(), peripheral: Peripheral = Peripheral(),
+    homeAssistant: HomeAssistant = HomeAssistant()
   ) {
     self.peripheral = peripheral
+    self.homeAssistant = homeAssistant
     self.mqtt = mqtt
     self.gateway = gateway
     self.log = log
