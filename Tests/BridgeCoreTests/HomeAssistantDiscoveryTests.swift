@@ -68,27 +68,27 @@ struct HomeAssistantDiscoveryTests {
     #expect(outputs.allSatisfy { $0.2 })
     #expect(
       outputs[0].1
-        == #"{"unique_id":"gatt2mqtt_A4C1381E29DF_rssi","object_id":"gatt2mqtt_A4C1381E29DF_rssi","#
+        == #"{"unique_id":"gatt2mqtt_A4C1381E29DF_rssi","#
         + #""name":"RSSI","state_topic":"gatt2mqtt/A4C1381E29DF/advertisement","#
         + #""value_template":"{{ value_json.rssi }}","device_class":"signal_strength","#
         + #""unit_of_measurement":"dBm","state_class":"measurement","entity_category":"diagnostic","#
         + #""expire_after":90,"# + Self.availability + Self.device)
     #expect(
       outputs[1].1
-        == #"{"unique_id":"gatt2mqtt_A4C1381E29DF_presence","object_id":"gatt2mqtt_A4C1381E29DF_presence","#
+        == #"{"unique_id":"gatt2mqtt_A4C1381E29DF_presence","#
         + #""name":"Presence","state_topic":"gatt2mqtt/A4C1381E29DF/presence","#
         + #""value_template":"{{ 'ON' if value_json.state == 'present' else 'OFF' }}","#
         + #""device_class":"presence","# + Self.availability + Self.device)
     #expect(
       outputs[5].1
-        == #"{"unique_id":"gatt2mqtt_A4C1381E29DF_temperature","object_id":"gatt2mqtt_A4C1381E29DF_temperature","#
+        == #"{"unique_id":"gatt2mqtt_A4C1381E29DF_temperature","#
         + #""name":"Temperature","state_topic":"gatt2mqtt/A4C1381E29DF/advertisement","#
         + #""value_template":"{% set d = value_json.decoded | default({}) %}{{ d['temperature'] if 'temperature' in d else '' }}","#
         + #""device_class":"temperature","unit_of_measurement":"°C","state_class":"measurement","#
         + #""expire_after":90,"# + Self.availability + Self.device)
     #expect(
       outputs[3].1
-        == #"{"unique_id":"gatt2mqtt_A4C1381E29DF_door","object_id":"gatt2mqtt_A4C1381E29DF_door","#
+        == #"{"unique_id":"gatt2mqtt_A4C1381E29DF_door","#
         + #""name":"Door","state_topic":"gatt2mqtt/A4C1381E29DF/advertisement","#
         + #""value_template":"{% set d = value_json.decoded | default({}) %}{% if 'door' in d %}{{ 'ON' if d['door'] else 'OFF' }}{% endif %}","#
         + #""device_class":"door","expire_after":90,"# + Self.availability + Self.device)
@@ -130,7 +130,7 @@ struct HomeAssistantDiscoveryTests {
     let linked = texts(discovery.linked(record()))
     #expect(
       linked.map(\.1) == [
-        #"{"unique_id":"gatt2mqtt_A4C1381E29DF_connection","object_id":"gatt2mqtt_A4C1381E29DF_connection","#
+        #"{"unique_id":"gatt2mqtt_A4C1381E29DF_connection","#
           + #""name":"Connection","state_topic":"gatt2mqtt/A4C1381E29DF/connection","#
           + #""value_template":"{{ value_json.state }}","icon":"mdi:bluetooth-connect","#
           + #""entity_category":"diagnostic","# + Self.availability + Self.device
@@ -187,7 +187,7 @@ struct HomeAssistantDiscoveryTests {
       ])
     #expect(
       outputs[0].1
-        == #"{"unique_id":"gatt2mqtt_A4C1381E29DF_battery_180f","object_id":"gatt2mqtt_A4C1381E29DF_battery_180f","#
+        == #"{"unique_id":"gatt2mqtt_A4C1381E29DF_battery_180f","#
         + #""name":"Battery","state_topic":"gatt2mqtt/A4C1381E29DF/gatt/180f/2a19","#
         + #""value_template":"{% set h = value %}{{ ((h[0:2]) | int(0, 16)) }}","#
         + #""state_class":"measurement","device_class":"battery","unit_of_measurement":"%","#
@@ -196,7 +196,7 @@ struct HomeAssistantDiscoveryTests {
     #expect(outputs[1].1.contains(#""unit_of_measurement":"bpm","icon":"mdi:heart-pulse""#))
     #expect(
       outputs[2].1
-        == #"{"unique_id":"gatt2mqtt_A4C1381E29DF_control_fff1","object_id":"gatt2mqtt_A4C1381E29DF_control_fff1","#
+        == #"{"unique_id":"gatt2mqtt_A4C1381E29DF_control_fff1","#
         + #""name":"Write fff1","command_topic":"gatt2mqtt/A4C1381E29DF/gatt/fff0/fff1/set","#
         + #""payload_press":"{\"hex\":\"01\"}","# + Self.availability + Self.device)
     #expect(
@@ -247,7 +247,7 @@ struct HomeAssistantDiscoveryTests {
         == #"{"name":"Connectivity","state_topic":"gatt2mqtt/bridge/pi/state","#
         + #""value_template":"{{ 'ON' if value_json.state == 'online' else 'OFF' }}","#
         + #""device_class":"connectivity","entity_category":"diagnostic","#
-        + #""unique_id":"gatt2mqtt_bridge_pi_connectivity","object_id":"gatt2mqtt_pi_connectivity","#
+        + #""unique_id":"gatt2mqtt_bridge_pi_connectivity","#
         + gatewayDevice)
     #expect(
       configs[5].1
@@ -256,7 +256,7 @@ struct HomeAssistantDiscoveryTests {
         + #""value_template":"{{ value_json.text_preview | default('') }}","max":255,"#
         + #""icon":"mdi:message-text","availability":[{"topic":"gatt2mqtt/bridge/pi/state","#
         + #""value_template":"{{ value_json.state }}"}],"#
-        + #""unique_id":"gatt2mqtt_bridge_pi_peripheral_text","object_id":"gatt2mqtt_pi_peripheral_text","#
+        + #""unique_id":"gatt2mqtt_bridge_pi_peripheral_text","#
         + gatewayDevice)
     #expect(discovery().gatewayConfigs(peripheral: false).count == 5)
     #expect(discovery().statusTopic == "homeassistant/status")

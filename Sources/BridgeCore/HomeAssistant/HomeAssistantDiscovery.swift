@@ -227,7 +227,6 @@ public struct HomeAssistantDiscovery: Sendable {
     ) {
       var body = members
       body["unique_id"] = .string("\(node)_\(object)")
-      body["object_id"] = .string("gatt2mqtt_\(gateway)_\(object)")
       body["device"] = device
       body["origin"] = origin
       return (configTopic(component, node, object), JSONValue.object(body).serializedBytes())
@@ -334,10 +333,9 @@ public struct HomeAssistantDiscovery: Sendable {
     _ members: JSONObject
   ) -> (topic: TopicName, payload: [UInt8]) {
     let node = node(record)
-    var body: JSONObject = [
-      "unique_id": .string("\(node)_\(object)"),
-      "object_id": .string("\(node)_\(object)"),
-    ]
+    // No `object_id`: Home Assistant names the entity after the device and the entity
+    // (`sensor.thermo_temperature`) and keeps that id once registered under `unique_id`.
+    var body: JSONObject = ["unique_id": .string("\(node)_\(object)")]
     for (key, value) in members { body[key] = value }
     body["availability"] = [
       ["topic": .string(topics.bridgeState.rawValue), "value_template": "{{ value_json.state }}"],
