@@ -15,6 +15,7 @@
 /// | `<base>/<dev>/advertisement` | no | an advertisement passes the filter and the rate limiter |
 /// | `<base>/<dev>/availability` | yes | a device is new, comes back or goes offline; cleared (empty retained) when forgotten or evicted |
 /// | `<base>/<dev>/presence` | yes | ``PresenceEstimator`` reports; cleared when forgotten or evicted |
+/// | `<prefix>/<component>/<node>/<object>/config` | yes | with ``Configuration/homeAssistant``: a device's first published advertisement, a newly decoded field, a new name, a link, a resolved GATT tree (before the advertisement that caused them); cleared when forgotten or evicted (``HomeAssistantDiscovery``) |
 ///
 /// Advertisements without RSSI are devices the stack only remembers from its cache: they are
 /// not sightings and are ignored. Filtered advertisements never enter the registry, so the

@@ -93,6 +93,49 @@ struct DiscoveryBridgeTests {
     #expect(bridge.forget(Fixture.address("A4:C1:38:1E:29:DF")).isEmpty)
   }
 
+  @Test(
+    "with Home Assistant: configs before the first advertisement, decoded values, cleared on forget"
+  )
+  func homeAssistant() {
+    var bridge = DiscoveryBridge(
+      topics: Fixture.topics,
+      configuration: .init(homeAssistant: HomeAssistantDiscovery(topics: Fixture.topics)))
+    _ = bridge.tick(now: t0)
+    var advert = Fixture.advert()
+    advert.serviceData = [BluetoothUUID(uuid16: 0xFCD2): [0x40, 0x02, 0xCA, 0x09]]
+    let outputs = bridge.handle(.deviceUpdated(advert), now: t0)
+    let topics = outputs.compactMap(\.topic)
+    let advertisement = topics.firstIndex(of: "gatt2mqtt/A4C1381E29DF/advertisement")
+    let temperature = topics.firstIndex(
+      of: "homeassistant/sensor/gatt2mqtt_A4C1381E29DF/temperature/config")
+    #expect(temperature != nil && advertisement != nil && temperature! < advertisement!)
+    #expect(
+      outputs.published("/advertisement").first?.json?["decoded"]?["temperature"] == .number(25.06))
+    advert.rssi = -61
+    #expect(
+      !bridge.handle(.deviceUpdated(advert), now: t0 + 20).contains {
+        $0.topic?.hasSuffix("/config") == true
+      },
+      "nothing new: no config")
+    #expect(bridge.homeAssistantRepublish().count == 3)
+    let cleared = bridge.forget(Fixture.address("A4:C1:38:1E:29:DF")).filter {
+      $0.topic?.hasPrefix("homeassistant/") == true
+    }
+    #expect(
+      cleared.count == 3 && cleared.allSatisfy { $0.payloadIsEmpty == true && $0.retain == true })
+  }
+
+  @Test("bluetooth.decode off: no 'decoded' member")
+  func decodingOff() {
+    var bridge = DiscoveryBridge(topics: Fixture.topics, configuration: .init(decode: false))
+    _ = bridge.tick(now: t0)
+    var advert = Fixture.advert()
+    advert.serviceData = [BluetoothUUID(uuid16: 0xFCD2): [0x40, 0x02, 0xCA, 0x09]]
+    let outputs = bridge.handle(.deviceUpdated(advert), now: t0)
+    #expect(outputs.published("/advertisement").first?.json?["servicedata"] != nil)
+    #expect(outputs.published("/advertisement").first?.json?["decoded"] == nil)
+  }
+
   @Test("filtered advertisements publish nothing and are not remembered")
   func filtered() {
     let filter = AdvertisementFilter(rssiFloor: -80)

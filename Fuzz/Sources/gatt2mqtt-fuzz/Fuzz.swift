@@ -20,6 +20,7 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
   case "world": FuzzTargets.world(bytes)
   case "config": FuzzTargets.config(bytes)
   case "dbus": FuzzTargets.dbus(bytes)
+  case "adverts": FuzzTargets.adverts(bytes)
   default:
     fatalError("set FUZZ_TARGET to one of: \(FuzzTargets.all.joined(separator: ", "))")
   }

@@ -9,7 +9,9 @@ import SimulatedRadio
 /// what must hold for any input. A crash, a failed precondition or (under ASan) a memory error
 /// is a finding.
 enum FuzzTargets {
-  static let all = ["json", "requests", "values", "transfer", "world", "config", "dbus"]
+  static let all = [
+    "json", "requests", "values", "transfer", "world", "config", "dbus", "adverts",
+  ]
 
   static let gateway = GatewayID("fuzz")
   static let topics = try! Topics(gateway: gateway)
@@ -38,6 +40,40 @@ enum FuzzTargets {
     _ = bridge.handle(.servicesResolved(sensor, tree), now: 1)
     return bridge
   }()
+
+  /// Where the `adverts` target puts its data: service data under these UUIDs, then
+  /// manufacturer data under these companies.
+  static let advertSlots: [UInt16] = [0xFCD2, 0xFEAA, 0x181A, 0x180F, 0x2A6E, 0x2A6F, 0x2A6D]
+  static let advertCompanies: [UInt16] = [0x004C, 0x0499]
+
+  /// Advertisement data (a slot byte, then the data): the decoders never trap, what they make
+  /// is JSON that parses again, and the Home Assistant configs it leads to are valid topics
+  /// with JSON payloads.
+  static func adverts(_ bytes: [UInt8]) {
+    guard let slot = bytes.first else { return }
+    let data = Array(bytes.dropFirst())
+    let index = Int(slot) % (advertSlots.count + advertCompanies.count)
+    var advertisement = Advertisement(address: sensor, rssi: -60)
+    if index < advertSlots.count {
+      advertisement.serviceData = [BluetoothUUID(uuid16: advertSlots[index]): data]
+    } else {
+      advertisement.manufacturerData = [advertCompanies[index - advertSlots.count]: data]
+    }
+    let decoded = AdvertisementDecoder.decode(advertisement)
+    precondition(
+      (try? JSONValue.parse(decoded.json.serializedBytes())) != nil, "decoded JSON does not parse")
+    let payload = advertisement.jsonBytes(gateway: gateway, time: 1, decoded: decoded)
+    precondition((try? JSONValue.parse(payload)) != nil, "advertisement JSON does not parse")
+    var discovery = HomeAssistantDiscovery(topics: topics)
+    let record = DeviceRecord(
+      id: DeviceID(address: sensor), address: sensor, addressType: .public, name: nil,
+      rssi: -60, firstSeen: 0, lastSeen: 0)
+    for output in discovery.observed(record, decoded: decoded) {
+      guard case .publish(let topic, let config, _) = output else { continue }
+      precondition((try? TopicName(topic.rawValue)) != nil, "invalid config topic")
+      precondition((try? JSONValue.parse(config)) != nil, "config does not parse")
+    }
+  }
 
   /// JSON: parsing never crashes; what parses serialises to text that parses to the same value.
   static func json(_ bytes: [UInt8]) {
