@@ -432,6 +432,22 @@ configs = wait_for("birth", republished, 10)
 check("the configs are published again when Home Assistant says online", configs,
       f"{len({t for t, _, _, at in seen if at >= mark and t.endswith('/config')})} configs")
 
+# A removed device has its configs cleared (empty retained), which removes it from Home Assistant.
+battery_device = device_named(devices, "sim-battery")
+battery_address = next(c[1] for c in battery_device["connections"] if c[0] == "bluetooth")
+battery_node = "gatt2mqtt_" + battery_address.replace(":", "")
+mark = time.monotonic()
+observer.publish(f"gatt2mqtt/bridge/{GW}/request/device/remove", json.dumps({"device": battery_address}))
+
+
+def cleared():
+    topics = {t for t, p, _, at in list(seen) if at >= mark and f"/{battery_node}/" in t and t.endswith("/config") and not p}
+    return topics if len(topics) >= 3 else None
+
+
+check("device/remove clears the device's discovery configs (empty retained)", wait_for("cleared", cleared, 10),
+      str([t for t, p, _, at in seen if at >= mark and battery_node in t]))
+
 # The gateway dies without a word: the broker publishes its will, the entities go unavailable.
 gateway.send_signal(signal.SIGKILL)
 gateway.wait()
