@@ -28,6 +28,9 @@ let package = Package(
     .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
     .package(url: "https://github.com/apple/swift-collections", exact: "1.6.0"),
     .package(url: "https://github.com/jpsim/Yams", exact: "6.2.2"),
+    .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1"),
+    .package(url: "https://github.com/apple/swift-metrics", exact: "2.13.0"),
+    .package(url: "https://github.com/swift-server/swift-prometheus", exact: "2.4.1"),
   ],
   targets: [
     // C adapters: only `Mosquitto` imports CMosquitto, only `DBus` imports CDBus.
@@ -63,10 +66,25 @@ let package = Package(
         .product(name: "HeapModule", package: "swift-collections"),
       ],
       swiftSettings: strict),
+    // The embedded web page, its JSON API and event stream, and /metrics (issue 19): HTTP
+    // (Hummingbird) and Prometheus's text format; it knows the gateway only through
+    // `WebBackend`.
+    .target(
+      name: "Web",
+      dependencies: [
+        "BridgeCore",
+        .product(name: "Hummingbird", package: "hummingbird"),
+        .product(name: "Metrics", package: "swift-metrics"),
+        .product(name: "Prometheus", package: "swift-prometheus"),
+        .product(name: "Logging", package: "swift-log"),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+      ],
+      swiftSettings: strict),
     .target(
       name: "Gateway",
       dependencies: [
-        "Mosquitto", "BridgeCore", "BlueZ", "SimulatedRadio", "Backoff",
+        "Mosquitto", "BridgeCore", "BlueZ", "SimulatedRadio", "Backoff", "Web",
+        .product(name: "Metrics", package: "swift-metrics"),
         .product(name: "Configuration", package: "swift-configuration"),
         .product(name: "Yams", package: "Yams"),
         .product(name: "Logging", package: "swift-log"),

@@ -4,6 +4,7 @@ import Foundation
 public import Logging
 public import Mosquitto
 import Synchronization
+public import Web
 
 /// Runs the central role (rows C1–C11): BLE central events, `scan` and `device/*` requests and
 /// device-plane requests in; MQTT publications, discovery commands, connections and GATT
@@ -22,6 +23,8 @@ public final class CentralRoleService: Sendable {
   private let gattCentral: (any GATTCentral)?
   private let driver: BridgeDriver<CentralBridge>
   private let logger: Logger
+  /// Where GATT operations are counted and timed (`/metrics`), if anywhere.
+  private let metrics: GatewayMetrics?
   /// Discovery starts to try again (adapter → filter, when, attempts so far): bluetoothd answers
   /// `InProgress` for a while after it (re)starts, and a refused start must not stop scanning
   /// for good. Times are the driver's monotonic clock.
@@ -42,12 +45,14 @@ public final class CentralRoleService: Sendable {
   ///   - client: Where publications go.
   ///   - qos: QoS of non-retained publications.
   ///   - clock: The clock the bridge runs on.
+  ///   - metrics: Where GATT operations are counted and timed, if anywhere.
   ///   - logger: Where failures are logged.
   public init(
     central: any BLECentral, discovery: DiscoveryBridge, gatt: GATTBridge, client: MQTTClient,
-    qos: MQTTQoS, clock: BridgeClock = .system, logger: Logger
+    qos: MQTTQoS, clock: BridgeClock = .system, metrics: GatewayMetrics? = nil, logger: Logger
   ) {
     self.central = central
+    self.metrics = metrics
     gattCentral = central as? any GATTCentral
     self.logger = logger
     let bridge = CentralBridge(discovery: discovery, gatt: gattCentral == nil ? nil : gatt)
@@ -289,6 +294,7 @@ public final class CentralRoleService: Sendable {
 
   private func execute(_ operation: GATTOperation, on central: any GATTCentral) async {
     let id = operation.characteristic
+    let started = ContinuousClock.now
     let result: Result<[UInt8], CentralError>
     do throws(CentralError) {
       switch operation.kind {
@@ -308,6 +314,13 @@ public final class CentralRoleService: Sendable {
         "GATT \(operation.kind.name) failed: \(error)",
         metadata: ["ble.characteristic": "\(id)"])
       result = .failure(error)
+    }
+    if let metrics {
+      let elapsed = (ContinuousClock.now - started).components
+      let ok: Bool = if case .success = result { true } else { false }
+      metrics.recordOperation(
+        operation.kind.name, ok: ok,
+        seconds: Double(elapsed.seconds) + Double(elapsed.attoseconds) * 1e-18)
     }
     driver.feed { bridge, now in
       bridge.connections(now: now) { $0.operationFinished(operation.id, result: result, now: now) }

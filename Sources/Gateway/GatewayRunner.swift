@@ -6,6 +6,7 @@ import Mosquitto
 public import ServiceLifecycle
 public import SimulatedRadio
 public import UnixSignals
+import Web
 
 /// Runs a ``GatewayService`` in a `ServiceGroup` until SIGTERM or SIGINT.
 public enum GatewayRunner {
@@ -15,13 +16,24 @@ public enum GatewayRunner {
   public static func run(configuration: GatewayConfiguration, logger: Logger) async throws {
     for warning in try preflight(configuration) { logger.warning("\(warning)") }
     let radio = try makeRadio(configuration, logger: logger)
+    let web = configuration.web.enabled ? (hub: WebHub(), metrics: GatewayMetrics()) : nil
     let service = try GatewayService(
       configuration: configuration, logger: logger, central: radio.central,
-      peripheral: radio.peripheral, liveness: radio.liveness)
+      peripheral: radio.peripheral, liveness: radio.liveness, web: web)
     // The radio first in the list, so it stops last: the gateway publishes `offline` and
     // withdraws its service before the Bluetooth side goes away.
     var services = radio.services
     services.append(.init(service: service))
+    if let web {
+      // The listen address was checked by the configuration loader.
+      let (host, port) =
+        ConfigurationLoader.KeyType.listenAddress(configuration.web.listen) ?? ("127.0.0.1", 8080)
+      services.append(
+        .init(
+          service: WebServer(
+            configuration: .init(host: host, port: port, token: configuration.web.token),
+            backend: service, hub: web.hub, metrics: web.metrics, logger: logger)))
+    }
     var group = ServiceGroupConfiguration(
       services: services, gracefulShutdownSignals: shutdownSignals, logger: logger)
     // Every part bounds its own teardown (Bluetooth 1 s, MQTT 0.6 s); past this the group

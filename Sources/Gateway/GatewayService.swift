@@ -6,6 +6,7 @@ public import Mosquitto
 public import ServiceLifecycle
 import Synchronization
 import UnixSignals
+public import Web
 
 /// The running gateway: one MQTT connection, the bridge plane of TOPICS.md, and (in later
 /// parts) the Bluetooth roles.
@@ -56,11 +57,14 @@ public final class GatewayService: Service, Sendable {
   ///   - liveness: Checks that the radio's own threads answer, for the systemd watchdog and
   ///     health.
   ///   - notifier: The service manager's notification socket (from the environment).
+  ///   - web: The web page's view of the gateway (every publication goes to it) and its
+  ///     metrics, when `web.enabled`.
   /// - Throws: ``GatewayError`` when the base topic or the MQTT settings are unusable.
   public init(
     configuration: GatewayConfiguration, logger: Logger, central: (any BLECentral)? = nil,
     peripheral: (any BLEPeripheral)? = nil, liveness: [LivenessCheck] = [],
-    notifier: SystemdNotifier = SystemdNotifier()
+    notifier: SystemdNotifier = SystemdNotifier(),
+    web: (hub: WebHub, metrics: GatewayMetrics)? = nil
   ) throws(GatewayError) {
     self.configuration = configuration
     self.logger = logger
@@ -83,10 +87,16 @@ public final class GatewayService: Service, Sendable {
     replyPolicy = ReplyTopicPolicy(
       prefix: configuration.mqtt.responseTopicPrefix ?? configuration.mqtt.baseTopic)
     do {
+      var observer: (@Sendable (MQTTMessage) -> Void)?
+      if let hub = web?.hub {
+        observer = { message in
+          hub.record(topic: message.topic, payload: message.payload, retain: message.retain)
+        }
+      }
       client = try MQTTClient(
         configuration: MQTTClientConfiguration(
           gateway: configuration, topics: topics, instance: instance),
-        logger: logger)
+        logger: logger, observer: observer)
     } catch {
       throw GatewayError("MQTT settings: \(error.message)")
     }
@@ -103,7 +113,7 @@ public final class GatewayService: Service, Sendable {
         discovery: DiscoveryBridge(topics: topics, configuration: discovery),
         gatt: GATTBridge(topics: topics, configuration: configuration.gattBridgeConfiguration),
         client: client, qos: MQTTQoS(rawValue: configuration.mqtt.qos) ?? .atLeastOnce,
-        clock: clock, logger: logger)
+        clock: clock, metrics: web?.metrics, logger: logger)
     } else {
       centralRole = nil
     }
@@ -702,4 +712,14 @@ private struct PeripheralCommand: Sendable {
   var verb: String
   var transaction: JSONValue?
   var message: MQTTMessage
+}
+
+extension GatewayService: WebBackend {
+  /// `health_check`'s report, for `/healthz` and `/metrics`.
+  public func webHealth() -> JSONValue { health().json }
+
+  /// A request from the web page, handled as one from the broker.
+  public func webInject(topic: TopicName, payload: [UInt8]) {
+    handle(MQTTMessage(topic: topic.rawValue, payload: payload, qos: .atLeastOnce))
+  }
 }

@@ -40,15 +40,25 @@ public final class MQTTClient: Sendable {
   public var configuration: MQTTClientConfiguration { core.configuration }
 
   private let core: ClientCore
+  /// Sees every message handed to the client for publication, in order, on the caller's
+  /// thread (the gateway's web page follows the gateway this way).
+  private let observer: (@Sendable (MQTTMessage) -> Void)?
 
   /// Creates a client; nothing connects until ``start()``.
   ///
   /// - Parameters:
   ///   - configuration: the broker and session settings.
   ///   - logger: where connection changes and errors are logged.
+  ///   - observer: Sees every message handed over for publication (``publish(_:)``,
+  ///     ``enqueue(_:)``, ``send(_:)``, ``setRetainedState(_:)``), before the broker does; it
+  ///     must be quick and must not call the client.
   /// - Throws: ``MQTTError`` with code `invalid_configuration` when libmosquitto refuses a
   ///   setting (unreadable TLS files, certificate without key, …).
-  public init(configuration: MQTTClientConfiguration, logger: Logger) throws(MQTTError) {
+  public init(
+    configuration: MQTTClientConfiguration, logger: Logger,
+    observer: (@Sendable (MQTTMessage) -> Void)? = nil
+  ) throws(MQTTError) {
+    self.observer = observer
     let (messages, messageSink) = AsyncStream.makeStream(
       of: MQTTMessage.self,
       bufferingPolicy: .bufferingOldest(max(1, configuration.incomingBufferCapacity)))
@@ -84,6 +94,7 @@ public final class MQTTClient: Sendable {
   ///   client stopped first, `publish_refused` for an MQTT 5 error reason code,
   ///   `invalid_argument` when libmosquitto refuses the topic or payload.
   public func publish(_ message: MQTTMessage) async throws(MQTTError) {
+    observer?(message)
     try await perform { waiter in .publish(message, waiter) }
   }
 
@@ -97,6 +108,7 @@ public final class MQTTClient: Sendable {
 
   /// Publishes a message without waiting; its fate shows in ``statistics``.
   public func enqueue(_ message: MQTTMessage) {
+    observer?(message)
     core.send(.publish(message, nil))
   }
 
@@ -105,6 +117,13 @@ public final class MQTTClient: Sendable {
   ///
   /// - Parameter batch: The messages, in order.
   public func send(_ batch: [MQTTHandOff]) {
+    if let observer {
+      for handOff in batch {
+        switch handOff {
+        case .enqueue(let message), .retainedState(let message): observer(message)
+        }
+      }
+    }
     core.send(
       contentsOf: batch.map {
         switch $0 {
@@ -117,6 +136,7 @@ public final class MQTTClient: Sendable {
   /// Publishes `message` now and again after every reconnect (for retained state such as a
   /// gateway's `online` status). A later call for the same topic replaces it.
   public func setRetainedState(_ message: MQTTMessage) {
+    observer?(message)
     core.send(.retain(message))
   }
 

@@ -16,7 +16,7 @@ struct ConfigurationDefaultsTests {
     "mqtt.tls.cert_file", "mqtt.tls.key_file", "gateway.id", "bluetooth.adapter",
     "bluetooth.simulation",
     "bluetooth.min_rssi", "bluetooth.filter.name", "peripheral.write_characteristic",
-    "peripheral.adapter", "mqtt.response_topic_prefix",
+    "peripheral.adapter", "mqtt.response_topic_prefix", "web.token",
   ]
 
   @Test func noSourcesGiveTheDocumentedDefaults() async throws {
@@ -94,7 +94,8 @@ struct ConfigurationDefaultsTests {
 
   @Test func knownKeysListEveryKeyWithItsType() {
     let keys = ConfigurationLoader.knownKeys
-    #expect(keys.count == 77)
+    #expect(keys.count == 80)
+    #expect(keys["web.listen"] == .listenAddress)
     #expect(keys["homeassistant.controls"] == .list(.controlRule))
     #expect(keys["bluetooth.decode"] == .boolean)
     #expect(keys["peripheral.notify_socket"] == .boolean)

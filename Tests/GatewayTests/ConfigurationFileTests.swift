@@ -185,7 +185,7 @@ struct ConfigurationFileTests {
     #expect(
       error.message
         == "the top level must be a mapping of the sections bluetooth, gateway, homeassistant, "
-        + "log, mqtt, peripheral, got a list")
+        + "log, mqtt, peripheral, web, got a list")
   }
 
   @Test func yamlSyntaxErrorIsReportedWithItsLine() async throws {
@@ -279,7 +279,8 @@ enum ConfigurationFixture {
       notifySocket: false),
     homeAssistant: .init(
       enabled: false, prefix: "ha/discovery",
-      controls: ["*/fff0/fff1=button", "AABBCCDDEEFF/fff0/fff2=text"]))
+      controls: ["*/fff0/fff1=button", "AABBCCDDEEFF/fff0/fff2=text"]),
+    web: .init(enabled: true, listen: "[::1]:9090", token: "s3cret-token"))
 
   /// The values of `everyKey` as text, by key path.
   static let everyKeyText: [String: String] = [
@@ -325,6 +326,7 @@ enum ConfigurationFixture {
     "peripheral.notify_socket": "false", "bluetooth.decode": "false",
     "homeassistant.enabled": "false", "homeassistant.prefix": "ha/discovery",
     "homeassistant.controls": "*/fff0/fff1=button,AABBCCDDEEFF/fff0/fff2=text",
+    "web.enabled": "true", "web.listen": "[::1]:9090", "web.token": "s3cret-token",
   ]
 
   /// A new empty temporary directory.

@@ -50,7 +50,8 @@ struct ConfigurationRedactionTests {
   @Test func summaryOfEveryKeyMatchesTheTextsThatSetThem() {
     let summary = ConfigurationFixture.everyKey.redactedSummary()
     for (key, value) in summary {
-      let expected = key == "mqtt.password" ? "***" : ConfigurationFixture.everyKeyText[key]
+      let secret = key == "mqtt.password" || key == "web.token"
+      let expected = secret ? "***" : ConfigurationFixture.everyKeyText[key]
       #expect(value == expected, "\(key)")
     }
   }

@@ -133,6 +133,9 @@ struct ConfigurationKey: Sendable {
     .bool("homeassistant.enabled", \.homeAssistant.enabled),
     .string("homeassistant.prefix", \.homeAssistant.prefix, .topicPrefix),
     .list("homeassistant.controls", \.homeAssistant.controls, of: .controlRule),
+    .bool("web.enabled", \.web.enabled),
+    .string("web.listen", \.web.listen, .listenAddress),
+    .optionalString("web.token", \.web.token, .nonEmptyString, secret: true),
   ]
 
   /// The keys by dotted path.

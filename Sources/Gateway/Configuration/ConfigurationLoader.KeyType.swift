@@ -15,6 +15,9 @@ extension ConfigurationLoader {
     /// A broker host: a DNS name or an IP address, 1 to 253 characters, no whitespace or
     /// control characters.
     case hostName
+    /// An address to listen on, `<host>:<port>`: an IPv4 address or host name, or an IPv6
+    /// address in brackets (`[::1]:8080`), and a port 0–65535 (0: any free port).
+    case listenAddress
     /// One topic level: 1 to 64 letters, digits, `_` and `-`, at least one a letter or digit
     /// (exactly the ids BridgeCore's `GatewayID` keeps unchanged).
     case topicLevel
@@ -170,6 +173,7 @@ extension ConfigurationLoader {
       case .string: "a string"
       case .nonEmptyString: "a non-empty string"
       case .hostName: "a host name or IP address (1 to 253 characters, no spaces)"
+      case .listenAddress: "<host>:<port>, e.g. 127.0.0.1:8080, 0.0.0.0:8080 or [::1]:8080"
       case .topicLevel:
         "a name of up to 64 letters, digits, '_' and '-', with a letter or digit"
       case .topicPrefix:
@@ -227,6 +231,8 @@ extension ConfigurationLoader {
           !$0.properties.isWhitespace && $0.properties.generalCategory != .control
         }
         return (1...253).contains(text.utf8.count) && clean ? .string(text) : nil
+      case .listenAddress:
+        return Self.listenAddress(text) != nil ? .string(text) : nil
       case .topicLevel:
         return Self.isTopicLevel(text) ? .string(text) : nil
       case .topicPrefix:
@@ -280,6 +286,21 @@ extension ConfigurationLoader {
     static func format(_ value: Double) -> String {
       if value.rounded() == value, abs(value) < 1e15 { return String(Int(value)) }
       return String(value)
+    }
+
+    /// The host and port of a `<host>:<port>` listen address (brackets removed from an IPv6
+    /// host), or `nil`.
+    static func listenAddress(_ text: String) -> (host: String, port: Int)? {
+      guard let colon = text.lastIndex(of: ":"),
+        let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port)
+      else { return nil }
+      var host = String(text[..<colon])
+      if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+      let clean = host.unicodeScalars.allSatisfy {
+        !$0.properties.isWhitespace && $0.properties.generalCategory != .control && $0 != "/"
+      }
+      guard (1...253).contains(host.utf8.count), clean else { return nil }
+      return (host, port)
     }
 
     private static func isTopicLevel(_ text: String) -> Bool {

@@ -60,3 +60,24 @@ extension GatewayConfiguration.MQTT: CustomStringConvertible, CustomDebugStringC
       displayStyle: .struct)
   }
 }
+
+extension GatewayConfiguration.Web: CustomStringConvertible, CustomDebugStringConvertible,
+  CustomReflectable
+{
+  /// `Web(enabled: true, listen: 127.0.0.1:8080, token: ***)`, the token redacted.
+  public var description: String {
+    "Web(enabled: \(enabled), listen: \(listen), token: "
+      + (token == nil ? "nil" : GatewayConfiguration.redacted) + ")"
+  }
+
+  /// The same as ``description``: the token redacted.
+  public var debugDescription: String { description }
+
+  /// The fields as `dump` shows them, the token redacted.
+  public var customMirror: Mirror {
+    let token: String? = token.map { _ in GatewayConfiguration.redacted }
+    return Mirror(
+      self, children: ["enabled": enabled, "listen": listen, "token": token as Any],
+      displayStyle: .struct)
+  }
+}

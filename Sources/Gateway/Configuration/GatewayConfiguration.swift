@@ -20,6 +20,8 @@ public struct GatewayConfiguration: Sendable, Equatable {
   public var peripheral: Peripheral
   /// Home Assistant discovery (`homeassistant.*`).
   public var homeAssistant: HomeAssistant
+  /// The web page and metrics (`web.*`).
+  public var web: Web
 
   /// Creates a configuration; every omitted part has its defaults.
   ///
@@ -30,11 +32,13 @@ public struct GatewayConfiguration: Sendable, Equatable {
   ///   - bluetooth: The Bluetooth settings.
   ///   - peripheral: The peripheral-role settings.
   ///   - homeAssistant: The Home Assistant discovery settings.
+  ///   - web: The web page settings.
   public init(
     mqtt: MQTT = MQTT(), gateway: Gateway = Gateway(), log: Log = Log(),
     bluetooth: Bluetooth = Bluetooth(), peripheral: Peripheral = Peripheral(),
-    homeAssistant: HomeAssistant = HomeAssistant()
+    homeAssistant: HomeAssistant = HomeAssistant(), web: Web = Web()
   ) {
+    self.web = web
     self.peripheral = peripheral
     self.homeAssistant = homeAssistant
     self.mqtt = mqtt
