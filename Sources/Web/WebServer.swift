@@ -147,10 +147,19 @@ public struct WebServer: Service {
         logger.info("web page on http://\(configuration.host):\(port)/")
       },
       logger: logger)
-    try await withGracefulShutdownHandler {
-      try await application.run()
-    } onGracefulShutdown: {
+    do {
+      try await withGracefulShutdownHandler {
+        try await application.run()
+      } onGracefulShutdown: {
+        hub.finish()
+      }
+    } catch {
+      // A port already taken must not stop the gateway: it goes on without its page.
+      logger.error(
+        "web.listen \(configuration.host):\(configuration.port): \(error); the gateway runs without its web page"
+      )
       hub.finish()
+      try? await gracefulShutdown()
     }
   }
 
