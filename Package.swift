@@ -121,6 +121,7 @@ let package = Package(
     .testTarget(
       name: "GatewayTests", dependencies: ["Gateway", "TestSupport"],
       resources: [.copy("Fixtures")], swiftSettings: strict),
+    .testTarget(name: "WebTests", dependencies: ["Web", "BridgeCore"], swiftSettings: strict),
     .testTarget(
       name: "IntegrationTests", dependencies: ["gatt2mqtt", "Mosquitto", "TestSupport"],
       swiftSettings: strict),
