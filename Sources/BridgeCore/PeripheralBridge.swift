@@ -55,6 +55,8 @@ public struct PeripheralBridge: Sendable {
   public private(set) var text: [UInt8] = []
   /// Completed transfers.
   public private(set) var transfersSent = 0
+  /// Bytes of the texts sent in full (``transfersSent``), `EOM` not counted.
+  public private(set) var bytesSent = 0
   /// Aborted transfers.
   public private(set) var transfersAborted = 0
 
@@ -251,6 +253,7 @@ public struct PeripheralBridge: Sendable {
     }
     transfer = nil
     transfersSent += 1
+    bytesSent += current.chunker.text.count
     return [
       event(
         "sent",

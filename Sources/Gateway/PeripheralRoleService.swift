@@ -133,6 +133,7 @@ public final class PeripheralRoleService: Sendable {
     driver.read { bridge in
       [
         "transfers_sent": .integer(Int64(bridge.transfersSent)),
+        "bytes_sent": .integer(Int64(bridge.bytesSent)),
         "transfers_aborted": .integer(Int64(bridge.transfersAborted)),
         "text_bytes": .integer(Int64(bridge.text.count)),
       ]

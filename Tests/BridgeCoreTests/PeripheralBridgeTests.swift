@@ -67,6 +67,7 @@ struct PeripheralBridgeTests {
         continue
       }
       #expect(try JSONValue.parse(payload)["path"]?.stringValue == name)
+      #expect(bridge.transfersSent == 1 && bridge.bytesSent == 50)
     }
   }
 
