@@ -56,8 +56,12 @@ public struct HomeAssistantDiscovery: Sendable {
   /// What is published for one device.
   struct Device: Sendable {
     var name: String
+    /// The advertised name's bytes the configs were made with.
+    var nameBytes: [UInt8]?
     /// Field names with an entity.
     var fields: Set<String> = []
+    /// Every field name decoded so far (with an entity or not).
+    var seen: Set<String> = []
     var linked = false
     var resolved = false
     /// Config topics in publication order, with their payloads.
@@ -102,12 +106,18 @@ public struct HomeAssistantDiscovery: Sendable {
   public mutating func observed(_ record: DeviceRecord, decoded: DecodedAdvertisement?)
     -> [BridgeOutput]
   {
-    let name = displayName(record)
-    if var device = devices[record.address], device.name == name {
-      let new = (decoded?.fields.keys ?? []).filter {
-        !device.fields.contains($0) && HomeAssistantField.named($0) != nil
+    // The common case first, without building a string: a known device, the same name bytes,
+    // no new field.
+    if var device = devices[record.address], device.nameBytes == record.name {
+      let keys = decoded?.fields.keys ?? []
+      guard keys.contains(where: { !device.seen.contains($0) }) else { return [] }
+      device.seen.formUnion(keys)
+      let new = keys.filter { !device.fields.contains($0) && HomeAssistantField.named($0) != nil }
+      guard !new.isEmpty else {
+        devices[record.address] = device
+        return []
       }
-      guard !new.isEmpty else { return [] }
+      let name = device.name
       var outputs: [BridgeOutput] = []
       for field in new {
         device.fields.insert(field)
@@ -117,13 +127,16 @@ public struct HomeAssistantDiscovery: Sendable {
       return outputs
     }
     // New, or renamed: every config again with the new name.
-    var device = Device(name: name)
+    let name = displayName(record)
+    var device = Device(name: name, nameBytes: record.name)
     let old = devices[record.address]
     device.linked = old?.linked ?? false
     device.resolved = false
     device.fields = old?.fields ?? []
-    for field in decoded?.fields.keys ?? [] where HomeAssistantField.named(field) != nil {
-      device.fields.insert(field)
+    device.seen = old?.seen ?? []
+    for field in decoded?.fields.keys ?? [] {
+      device.seen.insert(field)
+      if HomeAssistantField.named(field) != nil { device.fields.insert(field) }
     }
     var outputs: [BridgeOutput] = []
     outputs.append(add(rssiConfig(record, name), to: &device))
