@@ -75,14 +75,27 @@ public actor BlueZSession {
   /// - Parameters:
   ///   - configuration: The settings.
   ///   - logger: Where to log (metadata key `dbus.error`).
+  ///   - callObserver: Told of every D-Bus method call the session's connections make (the
+  ///     method's name, its seconds, whether it succeeded; the gateway's `/metrics`), if
+  ///     anything.
   public init(
-    configuration: BlueZSessionConfiguration = BlueZSessionConfiguration(), logger: Logger
+    configuration: BlueZSessionConfiguration = BlueZSessionConfiguration(), logger: Logger,
+    callObserver: (@Sendable (_ method: String, _ seconds: Double, _ succeeded: Bool) -> Void)? =
+      nil
   ) {
     self.configuration = configuration
     self.logger = logger
     connect = { address throws(DBusError) in
-      if let address { return try await DBusConnection(address: address) }
-      return try await DBusConnection.system()
+      let connection =
+        if let address {
+          try await DBusConnection(address: address)
+        } else {
+          try await DBusConnection.system()
+        }
+      if let callObserver {
+        connection.observeCalls { callObserver($0.member, $0.seconds, $0.succeeded) }
+      }
+      return connection
     }
   }
 

@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 
 /// A connection to a D-Bus message bus: method calls, signal subscriptions and exported objects.
 ///
@@ -12,6 +13,8 @@ import Glibc
 ///   run in tasks of their own, never on the bus thread.
 public final class DBusConnection: Sendable {
   private let core: BusCore
+  /// Told of every finished method call (``observeCalls(_:)``).
+  private let callObserver = Mutex<(@Sendable (DBusCallRecord) -> Void)?>(nil)
 
   /// The connection's unique name on the bus, e.g. `:1.42`.
   public var uniqueName: String { core.uniqueName }
@@ -84,6 +87,15 @@ public final class DBusConnection: Sendable {
 
   // MARK: method calls
 
+  /// Tells `observer` of every method call this connection makes, once it has its reply (or
+  /// failed): which method, how long it took, whether it succeeded. For latency metrics; it
+  /// runs on the caller's task and must be quick. `nil` stops it.
+  ///
+  /// - Parameter observer: The observer, or `nil`.
+  public func observeCalls(_ observer: (@Sendable (DBusCallRecord) -> Void)?) {
+    callObserver.withLock { $0 = observer }
+  }
+
   /// Calls a method and waits for its reply.
   ///
   /// - Parameters:
@@ -119,6 +131,7 @@ public final class DBusConnection: Sendable {
       clamping: max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000))
     let token = core.nextToken()
     let core = self.core
+    let started = ContinuousClock.now
     let result = await withTaskCancellationHandler {
       await withCheckedContinuation { (waiter: ResultWaiter<[DBusValue]>) in
         if Task.isCancelled {
@@ -129,6 +142,15 @@ public final class DBusConnection: Sendable {
       }
     } onCancel: {
       core.send(.cancelCall(token: token))
+    }
+    if let observer = callObserver.withLock({ $0 }) {
+      let elapsed = (ContinuousClock.now - started).components
+      let succeeded: Bool = if case .success = result { true } else { false }
+      observer(
+        DBusCallRecord(
+          interface: interface, member: member,
+          seconds: Double(elapsed.seconds) + Double(elapsed.attoseconds) * 1e-18,
+          succeeded: succeeded))
     }
     return try result.get()
   }

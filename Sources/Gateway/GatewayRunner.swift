@@ -6,7 +6,7 @@ import Mosquitto
 public import ServiceLifecycle
 public import SimulatedRadio
 public import UnixSignals
-import Web
+public import Web
 
 /// Runs a ``GatewayService`` in a `ServiceGroup` until SIGTERM or SIGINT.
 public enum GatewayRunner {
@@ -15,8 +15,8 @@ public enum GatewayRunner {
   /// - Throws: ``GatewayError`` when the gateway cannot start.
   public static func run(configuration: GatewayConfiguration, logger: Logger) async throws {
     for warning in try preflight(configuration) { logger.warning("\(warning)") }
-    let radio = try makeRadio(configuration, logger: logger)
     let web = configuration.web.enabled ? (hub: WebHub(), metrics: GatewayMetrics()) : nil
+    let radio = try makeRadio(configuration, logger: logger, metrics: web?.metrics)
     let service = try GatewayService(
       configuration: configuration, logger: logger, central: radio.central,
       peripheral: radio.peripheral, liveness: radio.liveness, web: web)
@@ -109,11 +109,12 @@ public enum GatewayRunner {
   /// - Parameters:
   ///   - configuration: the loaded configuration.
   ///   - logger: the gateway's logger.
+  ///   - metrics: Where BlueZ's D-Bus calls are timed (`/metrics`), if anywhere.
   /// - Returns: The ports and their services (all nil and empty for `none`).
   /// - Throws: ``GatewayError`` when the simulated world's file cannot be read or is invalid.
-  public static func makeRadio(_ configuration: GatewayConfiguration, logger: Logger)
-    throws(GatewayError) -> Radio
-  {
+  public static func makeRadio(
+    _ configuration: GatewayConfiguration, logger: Logger, metrics: GatewayMetrics? = nil
+  ) throws(GatewayError) -> Radio {
     if configuration.bluetooth.radio == .simulated {
       let world = try simulatedWorld(configuration.bluetooth.simulation)
       let radio = SimulatedRadio(world: world)
@@ -130,7 +131,14 @@ public enum GatewayRunner {
       return Radio(central: nil, peripheral: nil, services: [])
     }
     // One bus connection for both roles; the peripheral role runs only when BlueZ is in use.
-    let session = BlueZSession(configuration: BlueZSessionConfiguration(), logger: logger)
+    var callObserver: (@Sendable (String, Double, Bool) -> Void)?
+    if let metrics {
+      callObserver = { method, seconds, ok in
+        metrics.recordDBusCall(method, ok: ok, seconds: seconds)
+      }
+    }
+    let session = BlueZSession(
+      configuration: BlueZSessionConfiguration(), logger: logger, callObserver: callObserver)
     let central = BlueZCentral(
       session: session, configuration: BlueZCentralConfiguration(gateway: configuration),
       logger: logger)

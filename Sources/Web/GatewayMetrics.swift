@@ -132,6 +132,19 @@ public final class GatewayMetrics: Sendable {
     ).recordNanoseconds(Int64((seconds * 1e9).rounded()))
   }
 
+  /// Records one D-Bus method call to bluetoothd or the bus as it completes.
+  ///
+  /// - Parameters:
+  ///   - method: The method's name (`Connect`, `ReadValue`, `StartDiscovery`, …).
+  ///   - ok: Whether it succeeded.
+  ///   - seconds: How long it took.
+  public func recordDBusCall(_ method: String, ok: Bool, seconds: Double) {
+    let dimensions = [("method", method), ("result", ok ? "ok" : "error")]
+    Timer(
+      label: "gatt2mqtt_dbus_call_duration_seconds", dimensions: dimensions, factory: factory
+    ).recordNanoseconds(Int64((seconds * 1e9).rounded()))
+  }
+
   /// The metrics in Prometheus's text format, after copying in the gateway's current figures.
   ///
   /// - Parameters:

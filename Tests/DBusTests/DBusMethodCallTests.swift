@@ -1,5 +1,6 @@
 import BusTestSupport
 import DBus
+import Synchronization
 import Testing
 
 @Suite(
@@ -16,6 +17,24 @@ struct DBusMethodCallTests {
       #expect(sum == [.int32(42)])
       let me = try await TestService.call(client, server.uniqueName, "WhoAmI")
       #expect(me == [.string(client.uniqueName)])
+    }
+  }
+
+  @Test("the call observer sees each call: its method, duration and outcome")
+  func callObserver() async throws {
+    try await PrivateBus.with { bus in
+      let (server, client) = try await TestService.pair(bus)
+      let records = Mutex<[DBusCallRecord]>([])
+      client.observeCalls { record in records.withLock { $0.append(record) } }
+      _ = try await TestService.call(client, server.uniqueName, "Add", [.int32(2), .int32(40)])
+      _ = try? await TestService.call(
+        client, server.uniqueName, "Sleep", [.uint32(20_000)], timeout: .milliseconds(100))
+      client.observeCalls(nil)
+      _ = try await TestService.call(client, server.uniqueName, "Add", [.int32(1), .int32(1)])
+      let seen = records.withLock { $0 }
+      #expect(seen.map(\.member) == ["Add", "Sleep"])
+      #expect(seen.map(\.succeeded) == [true, false])
+      #expect(seen[1].seconds >= 0.09 && seen[1].seconds < 8)
     }
   }
 

@@ -140,6 +140,7 @@ struct GatewayMetricsTests {
     let metrics = GatewayMetrics()
     metrics.recordOperation("read", ok: true, seconds: 0.02)
     metrics.recordOperation("write", ok: false, seconds: 0.5)
+    metrics.recordDBusCall("Connect", ok: true, seconds: 0.3)
     let devices: JSONValue = [
       ["connection": "ready"], ["connection": "ready"], ["connection": "disconnected"],
     ]
