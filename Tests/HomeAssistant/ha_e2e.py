@@ -12,17 +12,16 @@ Run by Tests/HomeAssistant/test (which installs Home Assistant); prints "N passe
 import asyncio
 import json
 import os
-import shutil
 import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 
 import aiohttp
 import paho.mqtt.client as mqtt
 import requests
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "PythonSupport"))
+from e2e import Run, free_port, wait_for  # noqa: E402
 
 GATEWAY = sys.argv[1]
 HASS = sys.argv[2]
@@ -32,107 +31,22 @@ WRITE_CHR = "08590f7e-db05-467e-8757-72f6faeb13d5"
 ACTUATOR_SVC = "5a1d0000-6a63-4b3c-9c5e-3b5c7d2a0001"
 ACTUATOR_CMD = "5a1d0001-6a63-4b3c-9c5e-3b5c7d2a0001"
 
-passed = 0
-failed = 0
-
-
-def check(what, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"homeassistant: {what}: ok")
-    else:
-        failed += 1
-        print(f"homeassistant: {what}: FAILED {detail}")
-    sys.stdout.flush()
-    return ok
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(what, probe, timeout, interval=0.5):
-    """Calls probe() until it returns something truthy; returns it, or None after timeout."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            value = probe()
-            if value:
-                return value
-        except Exception:  # the service is not up yet
-            pass
-        time.sleep(interval)
-    return None
-
-
-work = tempfile.mkdtemp(prefix="gatt2mqtt-ha-")
-processes = []
-
-
-def start(name, args, **kwargs):
-    log = open(os.path.join(work, name + ".log"), "w")
-    process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, **kwargs)
-    processes.append(process)
-    return process
-
-
-def stop_all():
-    for process in processes:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-    for process in processes:
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-
-
-def tail(name, lines=30):
-    try:
-        with open(os.path.join(work, name + ".log")) as f:
-            return "".join(f.readlines()[-lines:])
-    except OSError:
-        return ""
+run = Run("homeassistant")
+check, start, work, tail = run.check, run.start, run.work, run.tail
 
 
 def finish():
-    stop_all()
-    if failed:
-        for name in ("gateway", "hass", "mosquitto"):
-            print(f"--- last lines of {name}.log")
-            print(tail(name))
-        if os.path.exists(os.path.join(work, "config", "home-assistant.log")):
-            print("--- Home Assistant's errors")
-            with open(os.path.join(work, "config", "home-assistant.log")) as f:
-                print("".join(l for l in f if " ERROR " in l or " WARNING " in l)[-4000:])
-    if ARTIFACTS:
-        os.makedirs(ARTIFACTS, exist_ok=True)
-        for name in ("gateway.log", "hass.log", "mosquitto.log", "config/home-assistant.log"):
-            src = os.path.join(work, name)
-            if os.path.exists(src):
-                shutil.copy(src, os.path.join(ARTIFACTS, os.path.basename(name)))
-    shutil.rmtree(work, ignore_errors=True)
-    print(f"{passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    if run.failed:
+        log = os.path.join(work, "config", "home-assistant.log")
+        if os.path.exists(log):
+            print("--- Home Assistant's errors and warnings")
+            with open(log) as f:
+                print("".join(line for line in f if " ERROR " in line or " WARNING " in line)[-4000:])
+    run.finish(ARTIFACTS, keep=(".log",), failure_logs=("gateway.log", "hass.log", "mosquitto.log"))
 
 
 # --- the broker -----------------------------------------------------------------------------
-broker_port = free_port()
-with open(os.path.join(work, "mosquitto.conf"), "w") as f:
-    f.write(f"listener {broker_port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
-start("mosquitto", ["mosquitto", "-c", os.path.join(work, "mosquitto.conf")])
-
-
-def broker_up():
-    with socket.create_connection(("127.0.0.1", broker_port), timeout=1):
-        return True
-
-
-if not check("mosquitto starts", wait_for("broker", broker_up, 10)):
-    finish()
+broker_port = run.broker()
 
 # An observer of the broker, for what Home Assistant does not show.
 seen = []
@@ -184,11 +98,11 @@ def http_up():
 
 
 try:
-    up = wait_for("http", http_up, 120)
+    up = wait_for(http_up, 120)
 except SystemExit as error:
     up = check("Home Assistant starts", False, str(error))
     finish()
-if not check("Home Assistant starts and serves its API", up, tail("hass")):
+if not check("Home Assistant starts and serves its API", up, tail("hass.log")):
     finish()
 
 # A token through onboarding (a fresh configuration directory).
@@ -208,7 +122,7 @@ def mqtt_loaded():
     return any(e["domain"] == "mqtt" and e["state"] == "loaded" for e in entries)
 
 
-if not check("Home Assistant's MQTT integration connects to the broker", wait_for("mqtt", mqtt_loaded, 30)):
+if not check("Home Assistant's MQTT integration connects to the broker", wait_for(mqtt_loaded, 30)):
     finish()
 time.sleep(2.5)  # Home Assistant subscribes to discovery after a 2-s cooldown
 
@@ -311,7 +225,7 @@ def all_devices():
     return None
 
 
-found = wait_for("devices", all_devices, 60, interval=1)
+found = wait_for(all_devices, 60, interval=1)
 if not check("the gateway's and the simulated devices appear in Home Assistant's device registry", found,
              str([d["name"] for d in registries()[0]])):
     finish()
@@ -335,7 +249,7 @@ expectations = [
 for name, suffix, device_class, unit in expectations:
     device = device_named(devices, name)
     record = entity(entities, device, suffix)
-    current = wait_for(suffix, lambda: (s := state(record["entity_id"])) and numeric(s["state"]) and s, 20) if record else None
+    current = wait_for(lambda: (s := state(record["entity_id"])) and numeric(s["state"]) and s, 20) if record else None
     check(f"{name} {suffix}: {device_class} in {unit} with a number",
           current is not None and current["attributes"].get("device_class") == device_class
           and current["attributes"].get("unit_of_measurement") == unit
@@ -344,11 +258,11 @@ for name, suffix, device_class, unit in expectations:
 
 temperature_id = entity(entities, thermometer, "temperature")["entity_id"]
 first = state(temperature_id)["state"]
-changed = wait_for("change", lambda: (s := state(temperature_id)["state"]) != first and numeric(s) and s, 20)
+changed = wait_for(lambda: (s := state(temperature_id)["state"]) != first and numeric(s) and s, 20)
 check("the temperature changes as the thermometer advertises", changed, f"stayed {first}")
 
 presence = entity(entities, thermometer, "presence")
-current = wait_for("presence", lambda: (s := state(presence["entity_id"])) and s["state"] == "on" and s, 20)
+current = wait_for(lambda: (s := state(presence["entity_id"])) and s["state"] == "on" and s, 20)
 check("presence is a binary_sensor of class presence, on", current is not None and current["attributes"].get("device_class") == "presence",
       json.dumps(state(presence["entity_id"])))
 
@@ -356,12 +270,12 @@ check("presence is a binary_sensor of class presence, on", current is not None a
 heart = device_named(devices, "sim-heart-rate")
 connection = entity(entities, heart, "connection")
 check("a connected device's connection sensor says ready",
-      connection and wait_for("ready", lambda: state(connection["entity_id"])["state"] == "ready", 20),
+      connection and wait_for(lambda: state(connection["entity_id"])["state"] == "ready", 20),
       json.dumps(state(connection["entity_id"])) if connection else "no entity")
 check("the connection sensor is diagnostic", connection and connection.get("entity_category") == "diagnostic",
       json.dumps(connection))
 rate = entity(entities, heart, "heart_rate_180d")
-current = wait_for("bpm", lambda: (s := state(rate["entity_id"])) and numeric(s["state"]) and s, 20)
+current = wait_for(lambda: (s := state(rate["entity_id"])) and numeric(s["state"]) and s, 20)
 check("the notified heart rate is a number in bpm", current is not None and current["attributes"].get("unit_of_measurement") == "bpm",
       json.dumps(state(rate["entity_id"])))
 
@@ -379,18 +293,18 @@ def write_result():
     return None
 
 
-result = wait_for("write", write_result, 15)
+result = wait_for(write_result, 15)
 check("pressing the button writes the characteristic (result ok)",
       result is not None and result.get("op") == "write" and result.get("status") == "ok", json.dumps(result))
 
 # The gateway's own device: connectivity, health, the peripheral's text.
 connectivity = entity(entities, gateway_device, "connectivity")
 check("the gateway's connectivity is on",
-      connectivity and wait_for("on", lambda: state(connectivity["entity_id"])["state"] == "on", 10),
+      connectivity and wait_for(lambda: state(connectivity["entity_id"])["state"] == "on", 10),
       json.dumps(state(connectivity["entity_id"])) if connectivity else "no entity")
 problem = entity(entities, gateway_device, "problem")
 check("the gateway's problem sensor reads health (off: healthy)",
-      problem and wait_for("healthy", lambda: state(problem["entity_id"])["state"] == "off", 15),
+      problem and wait_for(lambda: state(problem["entity_id"])["state"] == "off", 15),
       json.dumps(state(problem["entity_id"])) if problem else "no entity")
 text = entity(entities, gateway_device, "peripheral_text")
 served = "Hello from Home Assistant, ünïcödé ✓"
@@ -408,14 +322,14 @@ def echoed():
     return None
 
 
-event = wait_for("echo", echoed, 20)
-check("the text set in Home Assistant reaches a simulated central (its echo)", event, tail("gateway", 10))
+event = wait_for(echoed, 20)
+check("the text set in Home Assistant reaches a simulated central (its echo)", event, tail("gateway.log", 10))
 check("the text entity shows the served text",
-      wait_for("text", lambda: state(text["entity_id"])["state"] == served, 10),
+      wait_for(lambda: state(text["entity_id"])["state"] == served, 10),
       json.dumps(state(text["entity_id"])))
 subscribers = entity(entities, gateway_device, "peripheral_subscribers")
 check("the subscriber count is 1",
-      subscribers and wait_for("subs", lambda: state(subscribers["entity_id"])["state"] == "1", 10),
+      subscribers and wait_for(lambda: state(subscribers["entity_id"])["state"] == "1", 10),
       json.dumps(state(subscribers["entity_id"])) if subscribers else "no entity")
 
 # Home Assistant's birth message: every config again.
@@ -428,7 +342,7 @@ def republished():
     return configs if len(configs) >= 15 else None
 
 
-configs = wait_for("birth", republished, 10)
+configs = wait_for(republished, 10)
 check("the configs are published again when Home Assistant says online", configs,
       f"{len({t for t, _, _, at in seen if at >= mark and t.endswith('/config')})} configs")
 
@@ -445,17 +359,17 @@ def cleared():
     return topics if len(topics) >= 3 else None
 
 
-check("device/remove clears the device's discovery configs (empty retained)", wait_for("cleared", cleared, 10),
+check("device/remove clears the device's discovery configs (empty retained)", wait_for(cleared, 10),
       str([t for t, p, _, at in seen if at >= mark and battery_node in t]))
 
 # The gateway dies without a word: the broker publishes its will, the entities go unavailable.
 gateway.send_signal(signal.SIGKILL)
 gateway.wait()
 check("the gateway's connectivity turns off when it is killed (its will)",
-      wait_for("off", lambda: state(connectivity["entity_id"])["state"] == "off", 30),
+      wait_for(lambda: state(connectivity["entity_id"])["state"] == "off", 30),
       json.dumps(state(connectivity["entity_id"])))
 check("a device's temperature turns unavailable with its gateway",
-      wait_for("unavailable", lambda: state(temperature_id)["state"] == "unavailable", 10),
+      wait_for(lambda: state(temperature_id)["state"] == "unavailable", 10),
       json.dumps(state(temperature_id)))
 observer.loop_stop()
 finish()

@@ -11,16 +11,14 @@ Run by Tests/Web/test; prints "N passed, N failed".
 
 import json
 import os
-import shutil
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 
 import requests
 from prometheus_client.parser import text_string_to_metric_families
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "PythonSupport"))
+from e2e import Run, free_port, wait_for  # noqa: E402
 
 GATEWAY = sys.argv[1]
 ARTIFACTS = sys.argv[2] if len(sys.argv) > 2 else None
@@ -29,87 +27,18 @@ WRITE_CHR = "08590f7e-db05-467e-8757-72f6faeb13d5"
 ACTUATOR_SVC = "5a1d0000-6a63-4b3c-9c5e-3b5c7d2a0001"
 ACTUATOR_CMD = "5a1d0001-6a63-4b3c-9c5e-3b5c7d2a0001"
 
-passed = 0
-failed = 0
-
-
-def check(what, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"web: {what}: ok")
-    else:
-        failed += 1
-        print(f"web: {what}: FAILED {detail}"[:2000])
-    sys.stdout.flush()
-    return ok
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(probe, timeout, interval=0.3):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            value = probe()
-            if value:
-                return value
-        except Exception:
-            pass
-        time.sleep(interval)
-    return None
-
-
-work = tempfile.mkdtemp(prefix="gatt2mqtt-web-")
-processes = []
-
-
-def start(name, args):
-    log = open(os.path.join(work, name + ".log"), "w")
-    process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-    processes.append(process)
-    return process
-
-
+run = Run("web")
+check, start, work = run.check, run.start, run.work
 driver = None
 
 
 def finish():
     if driver is not None:
         driver.quit()
-    for process in processes:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-    for process in processes:
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-    if failed:
-        for name in ("gateway", "gateway-token"):
-            path = os.path.join(work, name + ".log")
-            if os.path.exists(path):
-                print(f"--- last lines of {name}.log")
-                print("".join(open(path).readlines()[-25:]))
-    if ARTIFACTS:
-        os.makedirs(ARTIFACTS, exist_ok=True)
-        for name in os.listdir(work):
-            if name.endswith((".log", ".png")):
-                shutil.copy(os.path.join(work, name), os.path.join(ARTIFACTS, name))
-    shutil.rmtree(work, ignore_errors=True)
-    print(f"{passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    run.finish(ARTIFACTS, failure_logs=("gateway.log", "gateway-token.log"))
 
 
-broker_port = free_port()
-with open(os.path.join(work, "mosquitto.conf"), "w") as f:
-    f.write(f"listener {broker_port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
-start("mosquitto", ["mosquitto", "-c", os.path.join(work, "mosquitto.conf")])
-wait_for(lambda: socket.create_connection(("127.0.0.1", broker_port), timeout=1), 10)
+broker_port = run.broker()
 
 world = os.path.join(work, "world.yaml")
 with open(world, "w") as f:
