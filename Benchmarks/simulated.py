@@ -550,6 +550,59 @@ def host() -> str:
     return f"{os.cpu_count()} CPUs ({cpu}), load {os.getloadavg()[0]:.2f} at start"
 
 
+def decoding(binary: str, workdir: Path, window: float) -> dict:
+    """The advertisement path with the decoders and Home Assistant discovery (issue 18): 1,000
+    BTHome thermometers, every advertisement new data, each rate measured three ways in one run:
+    decoding off and discovery off, decoding on, both on (the defaults)."""
+    results: dict = {"window_s": window, "rows": []}
+    broker = Broker(workdir)
+    counter = Counter(broker.port, ["gatt2mqtt/+/advertisement", "gatt2mqtt/bridge/+/health"])
+    variants = [("plain", ["--bluetooth.decode", "false", "--homeassistant.enabled", "false"]),
+                ("decoded", ["--homeassistant.enabled", "false"]),
+                ("decoded+HA", [])]
+    try:
+        for interval in (2.0, 0.5):
+            for label, options in variants:
+                world = (f"devices:\n  - kind: thermometer\n    count: 1000\n    name: sim-t\n"
+                         f"    advertising_interval: {interval}\n")
+                counter.devices.clear()
+                name = f"dec{int(interval * 1000)}{label.replace('+', '')}"
+                gateway = start_gateway(binary, broker.port, world, workdir, name,
+                                        ["--bluetooth.advertisement_min_interval", "0.001",
+                                         "--bluetooth.max_devices", "2000",
+                                         "--gateway.health_interval", "1"] + options)
+                try:
+                    wait_for(lambda: len(counter.devices) >= 1000, 60,
+                             f"every thermometer on MQTT ({len(counter.devices)} seen)", gateway)
+                    time.sleep(3)
+                    row = {"variant": label, "offered_per_s": round(1000 / interval)} | \
+                        measure_window(gateway, counter, "advertisement", window)
+                finally:
+                    row["gateway_exit"] = stop(gateway)
+                results["rows"].append(row)
+                print("  decoding", json.dumps(row), flush=True)
+    finally:
+        counter.close()
+        broker.stop()
+    return results
+
+
+def decoding_report(result: dict) -> str:
+    lines = ["Advertisement path with decoding and Home Assistant discovery (1,000 BTHome "
+             f"thermometers, {result['window_s']:g}-s windows)",
+             f"  {'variant':<12}{'offered/s':>10}{'forwarded/s':>12}{'CPU/advert':>12}{'vs plain':>10}"]
+    plain: dict = {}
+    for row in result["rows"]:
+        per = row["cpu_s"] / row["messages"] * 1000 if row["messages"] else float("nan")
+        if row["variant"] == "plain":
+            plain[row["offered_per_s"]] = per
+        base = plain.get(row["offered_per_s"])
+        ratio = f"{per / base:.2f}x" if base else ""
+        lines.append(f"  {row['variant']:<12}{row['offered_per_s']:>10}{row['forwarded_per_s']:>12}"
+                     f"{per:>9.3f} ms{ratio:>10}")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "publish":
         p = argparse.ArgumentParser()
@@ -561,7 +614,7 @@ def main() -> None:
         return
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("which", nargs="?", default="all",
-                   choices=["throughput", "rotation", "startup", "all"])
+                   choices=["throughput", "rotation", "startup", "decoding", "all"])
     p.add_argument("--gateway", default=str(REPO / ".build/release/gatt2mqtt"))
     p.add_argument("--minutes", type=float, default=10, help="length of the rotation run")
     p.add_argument("--window", type=float, default=15, help="seconds per throughput window")
@@ -584,6 +637,9 @@ def main() -> None:
         if args.which in ("throughput", "all"):
             print("throughput…", flush=True)
             results["throughput"] = throughput(gateway, workdir, args.window)
+        if args.which == "decoding":
+            print("decoding…", flush=True)
+            results["decoding"] = decoding(gateway, workdir, args.window)
         if args.which in ("rotation", "all"):
             print(f"rotation ({args.minutes:g} min)…", flush=True)
             results["rotation"] = rotation(gateway, workdir, args.minutes, args.max_devices)
@@ -592,7 +648,10 @@ def main() -> None:
     path = out / f"{time.strftime('%Y%m%d-%H%M%S')}-simulated.json"
     path.write_text(json.dumps(results, indent=1))
     print()
-    print(report(results), end="")
+    if "decoding" in results:
+        print(decoding_report(results["decoding"]), end="")
+    else:
+        print(report(results), end="")
     print(f"raw figures: {path}")
     rotation_result = results.get("rotation")
     if rotation_result and not rotation_result["pass"]:
