@@ -75,7 +75,9 @@ struct ConfigurationLayer: Sendable {
         continue
       } else {
         let shown = key.isSecret ? "an item" : "\"\(Self.abbreviated(text))\""
-        problem = "\(shown) is not \(kind)"
+        problem =
+          "\(shown) is not \(kind)"
+          + (key.isSecret ? "" : kind.reason(text).map { ": \($0)" } ?? "")
       }
       let from = spelling != key.path ? " (from \(spelling))" : ""
       throw ConfigurationError(

@@ -99,6 +99,23 @@ extension ConfigurationLoader {
         }
       }
 
+      /// Why `item` is not one, when the parser says more than the item's kind (the rules and
+      /// selectors: an unknown format, notify method or control names the allowed ones).
+      func reason(_ item: String) -> String? {
+        do {
+          switch self {
+          case .characteristicSelector: _ = try CharacteristicSelector(parsing: item)
+          case .formatRule: _ = try FormatRule(parsing: item)
+          case .notifyMethodRule: _ = try NotifyMethodRule(parsing: item)
+          case .controlRule: _ = try HomeAssistantControlRule(parsing: item)
+          case .serviceUUID, .bluetoothAddress, .namePattern: return nil
+          }
+          return nil
+        } catch {
+          return "\(error)"
+        }
+      }
+
       /// The normalised form of `item`, or `nil` if it is not one.
       func normalize(_ item: String) -> String? {
         switch self {
