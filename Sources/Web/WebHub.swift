@@ -50,7 +50,10 @@ public final class WebHub: Sendable {
   /// Makes an empty hub.
   public init() {}
 
-  /// Takes one publication of the gateway (any thread).
+  /// Takes one publication of the gateway.
+  ///
+  /// - Important: It runs on the publishing path (inside a bridge step): it only updates the
+  ///   hub under its lock and never waits.
   ///
   /// - Parameters:
   ///   - topic: The topic.
@@ -88,15 +91,15 @@ public final class WebHub: Sendable {
 
   /// The retained topics and their payloads, in topic order, and the recent bridge events.
   public func snapshot() -> (retained: [(topic: String, payload: [UInt8])], recent: [Message]) {
-    state.withLock { state in
-      (
-        state.retained.keys.sorted().map { ($0, state.retained[$0] ?? []) },
-        state.recent
-      )
-    }
+    // Copy under the lock (the publishing path waits for it), sort outside.
+    let (retained, recent) = state.withLock { ($0.retained, $0.recent) }
+    return (retained.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }, recent)
   }
 
   /// The newest payload of a retained topic.
+  ///
+  /// - Parameter topic: The topic.
+  /// - Returns: Its payload, or `nil` when it holds none.
   public func retained(_ topic: String) -> [UInt8]? {
     state.withLock { $0.retained[topic] }
   }
@@ -106,12 +109,18 @@ public final class WebHub: Sendable {
     state.withLock { ($0.streams.count, $0.endedSlowStreams) }
   }
 
+  /// The most event streams open at once (each costs a yield per publication).
+  public static let maxStreams = 32
+
   /// Opens an event stream of every publication from now on; ``close(_:)`` it when the
   /// reader goes away. After ``finish()`` the stream ends at once.
-  public func open() -> (id: Int, messages: AsyncStream<Message>) {
+  ///
+  /// - Returns: The stream and its id; `nil` when ``maxStreams`` are open.
+  public func open() -> (id: Int, messages: AsyncStream<Message>)? {
     let (stream, continuation) = AsyncStream.makeStream(
       of: Message.self, bufferingPolicy: .bufferingOldest(Self.streamCapacity))
-    let id: Int = state.withLock { state in
+    let id: Int? = state.withLock { state in
+      guard state.streams.count < Self.maxStreams else { return nil }
       state.nextID += 1
       if state.finished {
         continuation.finish()
@@ -120,23 +129,30 @@ public final class WebHub: Sendable {
       }
       return state.nextID
     }
-    return (id, stream)
+    return id.map { ($0, stream) }
   }
 
   /// Closes an event stream.
+  ///
+  /// - Parameter id: The id ``open()`` gave.
   public func close(_ id: Int) {
     let stream = state.withLock { $0.streams.removeValue(forKey: id) }
     stream?.finish()
   }
 
-  /// Ends every event stream (the gateway stops), so that the HTTP server can finish.
+  /// Ends every event stream and every wait for an answer (the gateway stops), so that the
+  /// HTTP server can finish; later streams and waits end at once.
   public func finish() {
-    let streams = state.withLock { state in
+    let (streams, waiters) = state.withLock { state in
       state.finished = true
-      defer { state.streams = [:] }
-      return Array(state.streams.values)
+      defer {
+        state.streams = [:]
+        state.waiters = [:]
+      }
+      return (Array(state.streams.values), state.waiters.values.map(\.continuation))
     }
     for stream in streams { stream.finish() }
+    for waiter in waiters { waiter.finish() }
   }
 
   /// Waits for the publication on `topic` whose JSON payload `matches` (carries the request's
@@ -154,8 +170,12 @@ public final class WebHub: Sendable {
       of: Message.self, bufferingPolicy: .bufferingNewest(1))
     let id: Int = state.withLock { state in
       state.nextID += 1
-      state.waiters[state.nextID] = Waiter(
-        topic: topic, matches: matches, continuation: continuation)
+      if state.finished {
+        continuation.finish()
+      } else {
+        state.waiters[state.nextID] = Waiter(
+          topic: topic, matches: matches, continuation: continuation)
+      }
       return state.nextID
     }
     return (id, stream)

@@ -1,7 +1,7 @@
 // The page is kept here as a raw string so that it ships inside the binary, with no build
-// step and no framework download (issue 19). It is plain HTML, CSS and JavaScript: it takes a
-// snapshot from /api/state, follows /api/events (server-sent events) and sends every action
-// to /api/request, the same request path as MQTT.
+// step and no framework download (issue 19). It is plain HTML, CSS and JavaScript: it follows
+// /api/events (server-sent events), takes a snapshot from /api/state whenever that stream
+// (re)connects, and sends every action to /api/request, the same request path as MQTT.
 
 /// The page served at `/`.
 enum WebPage {
@@ -328,18 +328,29 @@ enum WebPage {
     $("scan-stop").addEventListener("click", () => show($("scan-result"), request(bridge("request/scan"), { action: "stop" })));
     $("peripheral-send").addEventListener("click", () => show($("peripheral-result"), request(bridge("peripheral/text/set"), $("peripheral-text").value)));
 
-    async function start() {
+    let loaded = false;
+    async function snapshot() {
       const state = await (await fetch(withToken("/api/state"))).json();
       S.base = state.base; S.gw = state.gateway; S.retained = state.retained;
       $("gateway").textContent = S.gw;
-      for (const event of state.events) if (event && event.type) addEvent($("events"), event.type + " " + text(event.data ?? ""));
-      renderDevices(); renderBridge(); renderPeripheral();
-      const hash = location.hash.slice(1);
-      if (hash.startsWith("device/")) openDevice(hash.slice(7)); else if (["bridge", "peripheral"].includes(hash)) switchView(hash);
+      if (!loaded) for (const event of state.events) if (event && event.type) addEvent($("events"), event.type + " " + text(event.data ?? ""));
+      renderDevices(); renderBridge(); renderPeripheral(); if (S.open) renderDevice();
+      if (!loaded) {
+        loaded = true;
+        const hash = location.hash.slice(1);
+        if (hash.startsWith("device/")) openDevice(hash.slice(7)); else if (["bridge", "peripheral"].includes(hash)) switchView(hash);
+      }
+    }
+    async function start() {
+      // The stream first, then the snapshot, on every (re)connection: nothing published between
+      // the two is lost.
       const stream = new EventSource(withToken("/api/events"));
-      stream.onopen = () => { $("stream").textContent = "live"; document.body.dataset.live = "1"; };
+      stream.onopen = () => {
+        snapshot().then(() => { $("stream").textContent = "live"; document.body.dataset.live = "1"; })
+          .catch((error) => { $("stream").textContent = "cannot load: " + error; });
+      };
       stream.onerror = () => { $("stream").textContent = "reconnecting…"; };
-      stream.onmessage = (event) => receive(JSON.parse(event.data));
+      stream.onmessage = (event) => { if (loaded) receive(JSON.parse(event.data)); };
     }
     start().catch((error) => { $("stream").textContent = "cannot load: " + error; });
     </script>

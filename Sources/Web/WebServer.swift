@@ -74,6 +74,8 @@ public struct WebServer: Service {
   /// Serves until graceful shutdown; the event streams end first so that the server can stop.
   public func run() async throws {
     let router = Router()
+    router.add(
+      middleware: OriginMiddleware(listenHost: configuration.host, token: configuration.token))
     router.add(middleware: TokenMiddleware(token: configuration.token))
     let hub = self.hub
     let backend = self.backend
@@ -88,11 +90,19 @@ public struct WebServer: Service {
       Self.json(Self.state(hub: hub, topics: backend.topics))
     }
     router.get("/api/events") { _, _ in
-      let (id, messages) = hub.open()
+      guard hub.streamCounts.open < WebHub.maxStreams else {
+        return Self.error(
+          .serviceUnavailable, "busy", "\(WebHub.maxStreams) event streams are open already")
+      }
       return Response(
         status: .ok,
         headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
         body: ResponseBody { writer in
+          // Opened here, so that a body that never runs leaves no stream behind.
+          guard let (id, messages) = hub.open() else {
+            try await writer.finish(nil)
+            return
+          }
           defer { hub.close(id) }
           try await writer.write(ByteBuffer(string: ": gatt2mqtt events\n\n"))
           for await message in messages {
@@ -105,6 +115,13 @@ public struct WebServer: Service {
         })
     }
     router.post("/api/request") { request, _ in
+      // Only JSON: a page on another site can send a "simple" text/plain POST without asking,
+      // but not an application/json one (the browser asks first, and this server says no).
+      guard request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true
+      else {
+        return Self.error(
+          .unsupportedMediaType, "invalid_payload", "send the request as application/json")
+      }
       var request = request
       let body: ByteBuffer
       do {
@@ -153,6 +170,8 @@ public struct WebServer: Service {
       } onGracefulShutdown: {
         hub.finish()
       }
+    } catch is CancellationError {
+      hub.finish()
     } catch {
       // A port already taken must not stop the gateway: it goes on without its page.
       logger.error(
@@ -196,6 +215,48 @@ public struct WebServer: Service {
 
   static func error(_ status: HTTPResponse.Status, _ code: String, _ message: String) -> Response {
     json(["status": "error", "error": .string(code), "message": .string(message)], status: status)
+  }
+}
+
+/// Refuses requests another site's page makes through the user's browser: a `POST` whose
+/// `Origin` is not this server, and, without a token, any request whose `Host` is not a name of
+/// this machine or the listen address (a DNS-rebinding page reaches 127.0.0.1 under its own
+/// host name). Listening on every address (`0.0.0.0`, `::`) without a token checks no `Host`:
+/// the README says to set a token then.
+struct OriginMiddleware<Context: RequestContext>: RouterMiddleware {
+  let listenHost: String
+  let token: String?
+
+  /// Host names (without port) a request to this server may carry; `nil`: any.
+  var allowedHosts: Set<String>? {
+    guard token == nil, listenHost != "0.0.0.0", listenHost != "::" else { return nil }
+    return ["localhost", "127.0.0.1", "::1", "[::1]", listenHost.lowercased(), "[\(listenHost)]"]
+  }
+
+  /// The host of a `Host` header or an origin's authority, without the port.
+  static func hostName(_ authority: Substring) -> String {
+    if authority.hasPrefix("["), let end = authority.firstIndex(of: "]") {
+      return String(authority[...end])
+    }
+    return String(authority.split(separator: ":", maxSplits: 1).first ?? "")
+  }
+
+  func handle(
+    _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+  ) async throws -> Response {
+    let host = request.head.authority ?? ""
+    if let allowed = allowedHosts, !allowed.contains(Self.hostName(host[...]).lowercased()) {
+      return WebServer.error(.forbidden, "forbidden", "unexpected Host '\(host.prefix(64))'")
+    }
+    if request.method == .post, let origin = request.headers[.origin] {
+      let authority = origin.split(separator: "/", omittingEmptySubsequences: true).dropFirst()
+        .first
+      guard let authority, authority.lowercased() == host.lowercased() else {
+        return WebServer.error(
+          .forbidden, "forbidden", "a request from another site ('\(origin.prefix(64))')")
+      }
+    }
+    return try await next(request, context)
   }
 }
 

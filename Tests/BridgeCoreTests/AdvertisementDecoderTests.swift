@@ -49,6 +49,12 @@ struct AdvertisementDecoderTests {
       ("40 45 11 01", #""temperature":27.3"#),
       ("40 57 EA", #""temperature":-22"#),
       ("40 02 F4 FF", #""temperature":-0.12"#),
+      ("40 58 E2", #""temperature":-10.5"#),
+      ("40 56 D2 04", #""conductivity":1234"#),
+      ("40 25 01", #""presence_detected":true"#),
+      ("40 3A 80", #""button":"hold_press""#),
+      ("40 F1 04 03 02 01", #""firmware_version":"1.2.3.4""#),
+      ("40 F2 00 01 02", #""firmware_version":"2.1.0""#),
     ])
   func bthomeNumbers(_ hex: String, _ member: String) {
     #expect(bthome(hex) == "{\(member),\"formats\":[\"bthome\"]}")

@@ -115,6 +115,32 @@ struct HomeAssistantDiscoveryTests {
     #expect(again.allSatisfy { $0.1.contains(#""name":"Thermo","via_device""#) })
   }
 
+  @Test("a rename keeps the GATT configs tracked: forget still clears them")
+  func renameKeepsGATTConfigs() {
+    var discovery = discovery(["*/fff0/fff1=button"])
+    _ = discovery.observed(record(), decoded: nil)
+    let tree = GATTTree(services: [
+      .init(
+        uuid: BluetoothUUID(uuid16: 0xFFF0),
+        characteristics: [
+          .init(uuid: BluetoothUUID(uuid16: 0xFFF1), flags: ["write"])
+        ])
+    ])
+    #expect(discovery.resolved(record(), tree: tree) { _ in .hex }.count == 1)
+    _ = discovery.observed(record(name: "Renamed"), decoded: nil)
+    #expect(discovery.resolved(record(name: "Renamed"), tree: tree) { _ in .hex }.isEmpty)
+    let cleared = texts(discovery.forget(Self.address)).map(\.0)
+    #expect(
+      cleared.contains("homeassistant/button/gatt2mqtt_A4C1381E29DF/control_fff0_fff1/config"))
+  }
+
+  @Test("an invalid prefix falls back to homeassistant")
+  func invalidPrefix() {
+    let discovery = HomeAssistantDiscovery(
+      topics: Self.topics, configuration: .init(prefix: "bad/+/prefix"))
+    #expect(discovery.statusTopic == "homeassistant/status")
+  }
+
   @Test("a device without a name is named by its id")
   func unnamed() {
     var discovery = discovery()
@@ -181,9 +207,9 @@ struct HomeAssistantDiscoveryTests {
       outputs.map(\.0) == [
         "homeassistant/sensor/gatt2mqtt_A4C1381E29DF/battery_180f/config",
         "homeassistant/sensor/gatt2mqtt_A4C1381E29DF/heart_rate_180d/config",
-        "homeassistant/button/gatt2mqtt_A4C1381E29DF/control_fff1/config",
-        "homeassistant/switch/gatt2mqtt_A4C1381E29DF/control_fff2/config",
-        "homeassistant/text/gatt2mqtt_A4C1381E29DF/control_fff3/config",
+        "homeassistant/button/gatt2mqtt_A4C1381E29DF/control_fff0_fff1/config",
+        "homeassistant/switch/gatt2mqtt_A4C1381E29DF/control_fff0_fff2/config",
+        "homeassistant/text/gatt2mqtt_A4C1381E29DF/control_fff0_fff3/config",
       ])
     #expect(
       outputs[0].1
@@ -196,7 +222,7 @@ struct HomeAssistantDiscoveryTests {
     #expect(outputs[1].1.contains(#""unit_of_measurement":"bpm","icon":"mdi:heart-pulse""#))
     #expect(
       outputs[2].1
-        == #"{"unique_id":"gatt2mqtt_A4C1381E29DF_control_fff1","#
+        == #"{"unique_id":"gatt2mqtt_A4C1381E29DF_control_fff0_fff1","#
         + #""name":"Write fff1","command_topic":"gatt2mqtt/A4C1381E29DF/gatt/fff0/fff1/set","#
         + #""payload_press":"{\"hex\":\"01\"}","# + Self.availability + Self.device)
     #expect(
@@ -270,5 +296,7 @@ struct HomeAssistantDiscoveryTests {
     #expect(HomeAssistantField.named("packet_id") == nil)
     #expect(HomeAssistantField.named("ibeacon_uuid") == nil)
     #expect(HomeAssistantField.named("temperature_x") == nil)
+    #expect(HomeAssistantField.named("presence") == nil, "the RSSI presence entity's name")
+    #expect(HomeAssistantField.named("presence_detected")?.deviceClass == "presence")
   }
 }

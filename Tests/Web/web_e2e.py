@@ -105,17 +105,18 @@ with requests.get(base + "/api/events", stream=True, timeout=10) as response:
         if len(events) >= 30 or time.monotonic() > deadline:
             break
 topics = {e["topic"] for e in events}
-check("/api/events carries advertisements and notifications as they are published",
-      any(t.endswith("/advertisement") for t in topics) and any("/gatt/180d/2a37" in t for t in topics)
-      or any(t.endswith("/advertisement") for t in topics), str(sorted(topics))[:800])
+check("/api/events carries advertisements and bridge messages as they are published",
+      any(t.endswith("/advertisement") for t in topics) and f"gatt2mqtt/bridge/{GW}/health" in topics,
+      str(sorted(topics))[:800])
 advert = next((e for e in events if e["topic"].endswith("/advertisement") and "decoded" in e["payload"]), None)
 check("an event's payload is the published JSON (a decoded BTHome advertisement)",
       advert is not None and advert["payload"]["decoded"]["formats"] == ["bthome"] and advert["retain"] is False,
       json.dumps(events[:2])[:800])
 
 
-def post(body, raw=None):
-    response = requests.post(base + "/api/request", data=raw if raw is not None else json.dumps(body), timeout=30)
+def post(body, raw=None, headers=None):
+    response = requests.post(base + "/api/request", data=raw if raw is not None else json.dumps(body), timeout=30,
+                             headers=headers or {"Content-Type": "application/json"})
     return response.status_code, response.json()
 
 
@@ -140,9 +141,20 @@ status, answer = post({"topic": "elsewhere/+/#", "payload": {}})
 check("/api/request: a topic that is no request topic is refused (400 unknown_request)", status == 400 and answer["error"] == "unknown_request", json.dumps(answer))
 status, answer = post(None, raw=json.dumps({"topic": f"gatt2mqtt/bridge/{GW}/request/health_check", "payload": "x" * 70000}))
 check("/api/request: an oversized body is refused (413)", status == 413 and answer["error"] == "payload_too_large", json.dumps(answer))
-status, answer = post({"topic": f"gatt2mqtt/bridge/{GW}/request/health_check", "payload": {"transaction": "\udcff"}} if False else None,
-                      raw=b'{"topic":"gatt2mqtt/bridge/' + GW.encode() + b'/request/health_check","payload":{"x":"\xff"}}')
+status, answer = post(None, raw=b'{"topic":"gatt2mqtt/bridge/' + GW.encode() + b'/request/health_check","payload":{"x":"\xff"}}')
 check("/api/request: invalid UTF-8 is refused, never a crash", status == 400, json.dumps(answer))
+health_request = json.dumps({"topic": f"gatt2mqtt/bridge/{GW}/request/health_check", "payload": {}})
+status, answer = post(None, raw=health_request, headers={"Content-Type": "text/plain"})
+check("/api/request: not application/json is refused (415), so other sites cannot post plain forms",
+      status == 415, json.dumps(answer))
+status, answer = post(None, raw=health_request,
+                      headers={"Content-Type": "application/json", "Origin": "http://evil.example"})
+check("/api/request: a POST from another origin is refused (403)", status == 403, json.dumps(answer))
+rebound = requests.get(base + "/api/state", headers={"Host": f"evil.example:{port}"}, timeout=5)
+check("a request under a foreign Host name is refused (403, DNS rebinding)", rebound.status_code == 403, rebound.text[:200])
+status, answer = post(None, raw=health_request,
+                      headers={"Content-Type": "application/json", "Origin": f"http://127.0.0.1:{port}"})
+check("/api/request: a POST from the page's own origin is served", status == 200, json.dumps(answer)[:200])
 check("the gateway still answers after the bad input", requests.get(base + "/healthz", timeout=5).status_code == 200)
 
 health = requests.get(base + "/healthz", timeout=5)

@@ -26,7 +26,10 @@ struct WebHubTests {
   @Test("a stream gets every publication in order; finish ends it, and later ones at once")
   func streams() async {
     let hub = WebHub()
-    let (id, messages) = hub.open()
+    guard let (id, messages) = hub.open() else {
+      Issue.record("no stream")
+      return
+    }
     hub.record(topic: "a", payload: [1], retain: false)
     hub.record(topic: "b", payload: [2], retain: true)
     hub.finish()
@@ -34,7 +37,10 @@ struct WebHubTests {
     for await message in messages { topics.append(message.topic) }
     #expect(topics == ["a", "b"])
     hub.close(id)
-    let (_, late) = hub.open()
+    guard let (_, late) = hub.open() else {
+      Issue.record("no stream after finish")
+      return
+    }
     var count = 0
     for await _ in late { count += 1 }
     #expect(count == 0)
@@ -43,7 +49,10 @@ struct WebHubTests {
   @Test("a reader that falls behind is ended, the others go on")
   func slowReader() async {
     let hub = WebHub()
-    let (_, slow) = hub.open()
+    guard let (_, slow) = hub.open() else {
+      Issue.record("no stream")
+      return
+    }
     for index in 0...WebHub.streamCapacity {
       hub.record(topic: "t", payload: [UInt8(truncatingIfNeeded: index)], retain: false)
     }
@@ -52,6 +61,21 @@ struct WebHubTests {
     var received = 0
     for await _ in slow { received += 1 }
     #expect(received == WebHub.streamCapacity)
+  }
+
+  @Test("at most maxStreams streams; finish ends the waits for answers too")
+  func limitsAndFinish() async {
+    let hub = WebHub()
+    let streams = (0..<WebHub.maxStreams).compactMap { _ in hub.open() }
+    #expect(streams.count == WebHub.maxStreams)
+    #expect(hub.open() == nil)
+    hub.close(streams[0].id)
+    #expect(hub.open() != nil)
+    let waiter = hub.expect(topic: "r") { _ in true }
+    hub.finish()
+    #expect(await WebRequests.first(waiter.answer, timeout: .seconds(5)) == nil)
+    let late = hub.expect(topic: "r") { _ in true }
+    #expect(await WebRequests.first(late.answer, timeout: .seconds(5)) == nil)
   }
 
   @Test("an answer is recognised by its transaction; others on the topic are not")

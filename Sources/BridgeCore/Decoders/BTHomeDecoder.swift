@@ -10,16 +10,20 @@ enum BTHomeDecoder {
     /// Decimal places: the value is the integer divided by 10^decimals.
     let decimals: Int
     let kind: Kind
+    /// A factor that is no power of ten (0x58: 0.35 °C per step), or `nil`.
+    let scale: Double?
 
-    enum Kind { case number, binary, button, dimmer, text, raw }
+    enum Kind { case number, binary, button, dimmer, text, raw, version }
 
     init(
-      _ name: String, _ width: Int, signed: Bool = false, decimals: Int = 0, _ kind: Kind = .number
+      _ name: String, _ width: Int, signed: Bool = false, decimals: Int = 0, scale: Double? = nil,
+      _ kind: Kind = .number
     ) {
       self.name = name
       self.width = width
       self.signed = signed
       self.decimals = decimals
+      self.scale = scale
       self.kind = kind
     }
   }
@@ -63,7 +67,8 @@ enum BTHomeDecoder {
     0x22: Object("moving", 1, .binary),
     0x23: Object("occupancy", 1, .binary),
     0x24: Object("plug", 1, .binary),
-    0x25: Object("presence", 1, .binary),
+    // Not `presence`: that name is the device entity from RSSI (Home Assistant discovery).
+    0x25: Object("presence_detected", 1, .binary),
     0x26: Object("problem", 1, .binary),
     0x27: Object("running", 1, .binary),
     0x28: Object("safety", 1, .binary),
@@ -101,19 +106,23 @@ enum BTHomeDecoder {
     0x53: Object("text", 0, .text),
     0x54: Object("raw", 0, .raw),
     0x55: Object("volume_storage", 4, decimals: 3),
+    0x56: Object("conductivity", 2),
     0x57: Object("temperature", 1, signed: true),
+    0x58: Object("temperature", 1, signed: true, scale: 0.35),
     0x59: Object("count", 1, signed: true),
     0x5A: Object("count", 2, signed: true),
     0x5B: Object("count", 4, signed: true),
     0x5C: Object("power", 4, signed: true, decimals: 2),
     0x5D: Object("current", 2, signed: true, decimals: 3),
     0xF0: Object("device_type_id", 2),
+    0xF1: Object("firmware_version", 4, .version),
+    0xF2: Object("firmware_version", 3, .version),
   ]
 
   /// The events of the button object (0x3A), by value.
-  static let buttonEvents = [
-    "none", "press", "double_press", "triple_press", "long_press", "long_double_press",
-    "long_triple_press", "hold_press",
+  static let buttonEvents: [UInt32: String] = [
+    0x00: "none", 0x01: "press", 0x02: "double_press", 0x03: "triple_press", 0x04: "long_press",
+    0x05: "long_double_press", 0x06: "long_triple_press", 0x80: "hold_press",
   ]
 
   /// Decodes one BTHome service data value into `result`.
@@ -165,7 +174,7 @@ enum BTHomeDecoder {
       return reader.unsigned(1).map { .bool($0 != 0) }
     case .button:
       return reader.unsigned(1).map { value in
-        value < buttonEvents.count ? .string(buttonEvents[Int(value)]) : .integer(Int64(value))
+        buttonEvents[value].map(JSONValue.string) ?? .integer(Int64(value))
       }
     case .dimmer:
       guard let event = reader.unsigned(1), let steps = reader.unsigned(1) else { return nil }
@@ -174,6 +183,10 @@ enum BTHomeDecoder {
       case 2: return .integer(Int64(steps))
       default: return .integer(0)
       }
+    case .version:
+      // Little-endian: the last byte is the major version (`1.2.3.4` for 04 03 02 01).
+      guard let bytes = reader.take(object.width) else { return nil }
+      return .string(bytes.reversed().map { String($0) }.joined(separator: "."))
     case .number:
       let raw: Int64
       if object.signed {
@@ -183,6 +196,7 @@ enum BTHomeDecoder {
         guard let value = reader.unsigned(object.width) else { return nil }
         raw = Int64(value)
       }
+      if let scale = object.scale { return .number((Double(raw) * scale * 100).rounded() / 100) }
       return scaled(raw, decimals: object.decimals)
     }
   }

@@ -81,6 +81,13 @@ public struct HomeAssistantDiscovery: Sendable {
   ///   - configuration: The settings.
   public init(topics: Topics, configuration: Configuration = Configuration()) {
     self.topics = topics
+    var configuration = configuration
+    // Config topics are built unchecked from it: a prefix that is no valid topic prefix
+    // (the configuration loader refuses those) falls back to the default.
+    let prefix = configuration.prefix
+    if prefix.contains("+") || prefix.contains("#") || (try? TopicName("\(prefix)/x")) == nil {
+      configuration.prefix = "homeassistant"
+    }
     self.configuration = configuration
   }
 
@@ -131,7 +138,6 @@ public struct HomeAssistantDiscovery: Sendable {
     var device = Device(name: name, nameBytes: record.name)
     let old = devices[record.address]
     device.linked = old?.linked ?? false
-    device.resolved = false
     device.fields = old?.fields ?? []
     device.seen = old?.seen ?? []
     for field in decoded?.fields.keys ?? [] {
@@ -145,6 +151,13 @@ public struct HomeAssistantDiscovery: Sendable {
       outputs.append(add(fieldConfig(field, record, name), to: &device))
     }
     if device.linked { outputs.append(add(connectionConfig(record, name), to: &device)) }
+    // Configs from a resolved GATT tree stay tracked (so that forget clears them) under the
+    // old name until the device's tree is resolved again.
+    device.resolved = old?.resolved ?? false
+    for config in old?.configs ?? []
+    where !device.configs.contains(where: { $0.topic == config.topic }) {
+      device.configs.append(config)
+    }
     devices[record.address] = device
     return outputs
   }
@@ -211,6 +224,8 @@ public struct HomeAssistantDiscovery: Sendable {
   }
 
   /// Every device config again, for Home Assistant's `online` birth message.
+  ///
+  /// - Returns: The retained publications, device by device in address order.
   public func republish() -> [BridgeOutput] {
     devices.keys.sorted().flatMap { address in
       (devices[address]?.configs ?? []).map {
@@ -446,7 +461,8 @@ public struct HomeAssistantDiscovery: Sendable {
     _ control: HomeAssistantControl, _ path: CharacteristicPath, _ record: DeviceRecord,
     _ name: String
   ) -> (TopicName, [UInt8]) {
-    let object = "control_" + path.characteristic.shortForm.replacing("-", with: "")
+    let object =
+      "control_\(path.service.shortForm)_\(path.characteristic.shortForm)".replacing("-", with: "")
     var members: JSONObject = [
       "name": .string("Write \(path.characteristic.shortForm.prefix(8))"),
       "command_topic": .string(
