@@ -23,8 +23,9 @@ public enum GatewayRunner {
     // The radio first in the list, so it stops last: the gateway publishes `offline` and
     // withdraws its service before the Bluetooth side goes away.
     var services = radio.services
-    services.append(.init(service: service))
     if let web {
+      // Before the gateway in the list, so that it stops after it: the gateway publishes its
+      // `offline` state and closes its links whatever the page's clients do.
       // The listen address was checked by the configuration loader.
       let (host, port) =
         ConfigurationLoader.KeyType.listenAddress(configuration.web.listen) ?? ("127.0.0.1", 8080)
@@ -34,6 +35,7 @@ public enum GatewayRunner {
             configuration: .init(host: host, port: port, token: configuration.web.token),
             backend: service, hub: web.hub, metrics: web.metrics, logger: logger)))
     }
+    services.append(.init(service: service))
     var group = ServiceGroupConfiguration(
       services: services, gracefulShutdownSignals: shutdownSignals, logger: logger)
     // Every part bounds its own teardown (Bluetooth 1 s, MQTT 0.6 s); past this the group
