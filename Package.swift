@@ -121,7 +121,10 @@ let package = Package(
     .testTarget(
       name: "GatewayTests", dependencies: ["Gateway", "TestSupport"],
       resources: [.copy("Fixtures")], swiftSettings: strict),
-    .testTarget(name: "WebTests", dependencies: ["Web", "BridgeCore"], swiftSettings: strict),
+    .testTarget(
+      name: "WebTests",
+      dependencies: ["Web", "BridgeCore", .product(name: "Hummingbird", package: "hummingbird")],
+      swiftSettings: strict),
     .testTarget(
       name: "IntegrationTests", dependencies: ["gatt2mqtt", "Mosquitto", "TestSupport"],
       swiftSettings: strict),

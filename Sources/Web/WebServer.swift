@@ -268,12 +268,23 @@ struct TokenMiddleware<Context: RequestContext>: RouterMiddleware {
     _ request: Request, context: Context, next: (Request, Context) async throws -> Response
   ) async throws -> Response {
     guard let token, request.uri.path != "/healthz" else { return try await next(request, context) }
-    let bearer = request.headers[.authorization].map { $0 == "Bearer \(token)" } ?? false
-    let query = request.uri.queryParameters["token"].map { String($0) == token } ?? false
+    let bearer = request.headers[.authorization].map { Self.same($0, "Bearer \(token)") } ?? false
+    let query = request.uri.queryParameters["token"].map { Self.same(String($0), token) } ?? false
     guard bearer || query else {
       return WebServer.error(.unauthorized, "unauthorized", "this gateway's web.token is required")
     }
     return try await next(request, context)
+  }
+
+  /// Whether two strings are equal, in a time that does not depend on where they differ (a
+  /// token must not be guessable byte by byte from response times).
+  static func same(_ a: String, _ b: String) -> Bool {
+    let (x, y) = (Array(a.utf8), Array(b.utf8))
+    var difference = UInt8(x.count == y.count ? 0 : 1)
+    for index in 0..<max(x.count, y.count) {
+      difference |= (index < x.count ? x[index] : 0) ^ (index < y.count ? y[index] : 0)
+    }
+    return difference == 0
   }
 }
 

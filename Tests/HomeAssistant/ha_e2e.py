@@ -64,6 +64,40 @@ def scenario():
     observer.subscribe([("gatt2mqtt/#", 0), ("homeassistant/#", 0)])
     observer.loop_start()
 
+    # --- the gateway ------------------------------------------------------------------------------
+    def start_gateway():
+        world = os.path.join(work, "world.yaml")
+        with open(world, "w") as f:
+            f.write(
+                "seed: 7\n"
+                "advertising_interval: 0.5\n"
+                "devices:\n"
+                "  - {kind: thermometer, name: sim-thermometer}\n"
+                "  - {kind: battery, name: sim-battery}\n"
+                "  - {kind: heart_rate, name: sim-heart-rate, notify_rate: 2}\n"
+                "  - {kind: actuator, name: sim-actuator}\n"
+                "centrals:\n"
+                "  - {mtu: 100, subscribe_after: 1, stay: 0, echo: true}\n"
+            )
+        return start(
+            "gateway",
+            [GATEWAY, "run", "--radio", "simulated", "--world", world,
+             "--mqtt.host", "127.0.0.1", "--mqtt.port", str(broker_port), "--mqtt.keepalive", "5",
+             "--gateway.id", GW, "--gateway.health_interval", "2",
+             "--peripheral.enabled", "true", "--peripheral.write_characteristic", WRITE_CHR,
+             "--bluetooth.connect.names", "sim-heart-rate,sim-actuator",
+             "--bluetooth.gatt.notify", "*/180d/2a37",
+             "--homeassistant.controls", f"*/{ACTUATOR_SVC}/{ACTUATOR_CMD}=button"],
+        )
+
+
+    # Started before Home Assistant when GATEWAY_FIRST=1: Home Assistant then finds every
+    # config already retained, in the broker's order.
+    gateway_first = os.environ.get("GATEWAY_FIRST") == "1"
+    if gateway_first:
+        gateway = start_gateway()
+        time.sleep(5)
+
     # --- Home Assistant ---------------------------------------------------------------------------
     http_port = free_port()
     config = os.path.join(work, "config")
@@ -128,30 +162,8 @@ def scenario():
         finish()
     time.sleep(2.5)  # Home Assistant subscribes to discovery after a 2-s cooldown
 
-    # --- the gateway ------------------------------------------------------------------------------
-    world = os.path.join(work, "world.yaml")
-    with open(world, "w") as f:
-        f.write(
-            "seed: 7\n"
-            "advertising_interval: 0.5\n"
-            "devices:\n"
-            "  - {kind: thermometer, name: sim-thermometer}\n"
-            "  - {kind: battery, name: sim-battery}\n"
-            "  - {kind: heart_rate, name: sim-heart-rate, notify_rate: 2}\n"
-            "  - {kind: actuator, name: sim-actuator}\n"
-            "centrals:\n"
-            "  - {mtu: 100, subscribe_after: 1, stay: 0, echo: true}\n"
-        )
-    gateway = start(
-        "gateway",
-        [GATEWAY, "run", "--radio", "simulated", "--world", world,
-         "--mqtt.host", "127.0.0.1", "--mqtt.port", str(broker_port), "--mqtt.keepalive", "5",
-         "--gateway.id", GW, "--gateway.health_interval", "2",
-         "--peripheral.enabled", "true", "--peripheral.write_characteristic", WRITE_CHR,
-         "--bluetooth.connect.names", "sim-heart-rate,sim-actuator",
-         "--bluetooth.gatt.notify", "*/180d/2a37",
-         "--homeassistant.controls", f"*/{ACTUATOR_SVC}/{ACTUATOR_CMD}=button"],
-    )
+    if not gateway_first:
+        gateway = start_gateway()
 
 
     def rest(path):

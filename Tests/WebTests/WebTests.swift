@@ -1,4 +1,5 @@
 import BridgeCore
+import Hummingbird
 import Testing
 
 @testable import Web
@@ -112,6 +113,16 @@ struct WebRequestTests {
     #expect(
       try answer("g/A4C1381E29DF/gatt/180f/2a19/notify") == "g/A4C1381E29DF/gatt/180f/2a19/result")
     #expect(try answer("g/bridge/pi/peripheral/text/set") == nil)
+  }
+
+  @Test("tokens compare whole, whatever their lengths")
+  func tokens() {
+    typealias Token = TokenMiddleware<BasicRequestContext>
+    #expect(Token.same("s3cret", "s3cret"))
+    #expect(!Token.same("s3cret", "s3cre"))
+    #expect(!Token.same("s3cre", "s3cret"))
+    #expect(!Token.same("s3cret", "s3crex"))
+    #expect(!Token.same("", "x") && Token.same("", ""))
   }
 
   @Test("payloads: JSON as JSON, UTF-8 as text, anything else as hex")
