@@ -1,6 +1,7 @@
 import BridgeCore
 import Foundation
 import Mosquitto
+import Synchronization
 import TestSupport
 import Testing
 
@@ -280,14 +281,20 @@ struct RetainedStateRestoreTests {
         gateway.log.components(separatedBy: "MQTT connected").count == 3
       }, "log: \(gateway.log)")
     // A newcomer sees only what is retained now: the gateway must have published it again.
-    let (after, seenAfter) = try await observe(broker, "gatt2mqtt/#")
-    // Every retained message goes out again at QoS 1 in publication order, the Home Assistant
-    // discovery configs among them (about 100 here): on a loaded 2-core machine, seconds.
+    // Each probe is a new subscriber: a message the gateway publishes again after a probe
+    // subscribed reaches that probe live (retain flag 0 in MQTT 3.1.1), so only a newcomer
+    // that subscribes after the re-publication tells what is retained. Every retained message
+    // goes out again at QoS 1 in publication order, the Home Assistant discovery configs among
+    // them (about 100 here).
+    let lastSeen = Mutex<[String]>([])
     #expect(
-      await eventually(timeout: 20) {
-        let retained = Set(seenAfter.messages.filter(\.retain).map(\.topic))
+      await eventually(timeout: 30) {
+        guard let (probe, seen) = try? await observe(broker, "gatt2mqtt/#") else { return false }
+        try? await Task.sleep(for: .milliseconds(500))
+        let retained = Set(seen.messages.filter(\.retain).map(\.topic))
+        await probe.shutdown()
+        lastSeen.withLock { $0 = retained.sorted() }
         return expected(retained) && connections.isSubset(of: retained)
-      }, "retained: \(Set(seenAfter.messages.filter(\.retain).map(\.topic)).sorted())")
-    await after.shutdown()
+      }, "retained: \(lastSeen.withLock { $0 })")
   }
 }
