@@ -238,7 +238,7 @@ struct AdvertisementDecoderTests {
     for (key, header, isService) in headers {
       for length in 0...4 {
         for seed in 0..<64 {
-          var generator = SplitMix(seed: UInt64(seed * 31 + length))
+          var generator = SplitMix64(seed: UInt64(seed * 31 + length))
           let tail = (0..<length).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
           let data = header + tail
           let advertisement = Advertisement(
@@ -251,18 +251,5 @@ struct AdvertisementDecoderTests {
       }
     }
     #expect(decodedCount > 0)
-  }
-}
-
-/// A tiny deterministic generator for the totality test.
-private struct SplitMix {
-  var state: UInt64
-  init(seed: UInt64) { state = seed }
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
   }
 }

@@ -50,7 +50,9 @@ enum TestService {
             "Name", signature: "s",
             get: { .string(state.name.withLock { $0 }) },
             set: { value in
-              guard case .string(let text) = value else { return }
+              guard case .string(let text) = value else {
+                throw DBusError(.invalidArgument, "Name takes a string, got \(value)")
+              }
               state.name.withLock { $0 = text }
             }),
           DBusProperty("Count", signature: "u", get: { .uint32(42) }),
