@@ -62,6 +62,20 @@ public struct BluetoothAddress: Sendable, Hashable, Comparable, CustomStringConv
     self.value = value
   }
 
+  /// Reads the compact form of ``DeviceID/init(address:)`` exactly: 12 upper-case hex digits.
+  ///
+  /// - Parameter compact: The bytes of a topic level.
+  init?(compact: some Collection<UInt8>) {
+    guard compact.count == 12 else { return nil }
+    var value: UInt64 = 0
+    for byte in compact {
+      guard let digit = Hex.value(of: byte), !(UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+      else { return nil }
+      value = value << 4 | UInt64(digit)
+    }
+    self.value = value
+  }
+
   /// Makes an address from its six bytes in written order.
   ///
   /// - Parameter bytes: Six bytes, `bytes[0]` written first; any other count gives `nil`.

@@ -20,21 +20,53 @@ public struct CentralBridge: Sendable {
     case discovery(BridgeOutput)
     /// A publication, reply, connection or GATT operation of the connection half.
     case gatt(GATTOutput)
+    /// A step of fleet ownership (``OwnershipArbiter``).
+    case fleet(FleetOutput)
+  }
+
+  /// What fleet ownership asks of the MQTT client.
+  public enum FleetOutput: Sendable, Hashable {
+    /// Publish a device's claim, retained, once: never again after a reconnect (another
+    /// gateway may have claimed the device meanwhile).
+    case claim(topic: TopicName, payload: [UInt8])
+    /// Stop re-publishing after reconnects the retained topics that start with the prefix
+    /// (`<base>/<dev>/` of a device another gateway now owns).
+    case forgetRetained(below: String)
+    /// Stop re-publishing one retained topic after reconnects (a device's Home Assistant
+    /// config).
+    case forgetRetainedTopic(TopicName)
   }
 
   /// The discovery half.
-  public private(set) var discovery: DiscoveryBridge
+  public internal(set) var discovery: DiscoveryBridge
   /// The connection half; `nil` for a central without GATT.
   public private(set) var gatt: GATTBridge?
+  /// Fleet ownership (``OwnershipArbiter``); `nil` when this gateway owns every device.
+  public internal(set) var ownership: OwnershipArbiter?
+  /// What the arbiter said about link state changes, carried out after the step that made them.
+  var linkDecisions: [OwnershipArbiter.Output] = []
+  /// The device a request is being answered for by this gateway without owning it.
+  var answering: BluetoothAddress?
 
   /// Makes a bridge from its two halves.
   ///
   /// - Parameters:
   ///   - discovery: The discovery half.
   ///   - gatt: The connection half, or `nil` for a central that cannot connect.
-  public init(discovery: DiscoveryBridge, gatt: GATTBridge? = nil) {
+  ///   - ownership: Fleet ownership, or `nil` for a gateway that owns every device it hears.
+  ///     With it, device-level topics (`<base>/<dev>/…` and the devices' Home Assistant
+  ///     configs) are published, device requests answered and devices connected only for the
+  ///     devices this gateway owns (see ``fleetMessage(_:payload:now:)``).
+  public init(
+    discovery: DiscoveryBridge, gatt: GATTBridge? = nil, ownership: OwnershipArbiter? = nil
+  ) {
     self.discovery = discovery
     self.gatt = gatt
+    self.ownership = ownership
+    if ownership != nil {
+      self.gatt?.requireOwnership()
+      self.discovery.owners = [:]
+    }
   }
 
   /// Seconds to add to `now` for the timestamps in payloads, in both halves (see
@@ -58,7 +90,8 @@ public struct CentralBridge: Sendable {
     var outputs = discovery.handle(event, now: now).map(Output.discovery)
     let newDevice = discovery.registry.count != known
     outputs += connections(now: now, syncing: newDevice) { $0.handle(event, now: now) }
-    return outputs
+    guard ownership != nil else { return outputs }
+    return ownedOnly(outputs) + arbitrate(event, now: now)
   }
 
   /// Lets time pass in both halves: retries of the connection half first (so that the devices
@@ -69,7 +102,10 @@ public struct CentralBridge: Sendable {
   public mutating func tick(now: Double) -> [Output] {
     var outputs = connections(now: now) { $0.tick(now: now) }
     outputs += discovery.tick(now: now).map(Output.discovery)
-    return outputs
+    guard ownership != nil else { return outputs }
+    ownership?.freeSlots = gatt?.freeSlots ?? 0
+    let decided = ownership?.tick(now: now) ?? []
+    return ownedOnly(outputs) + apply(decided, now: now)
   }
 
   /// Runs one step of the discovery half (a `scan` or `device/remove` request).
@@ -80,7 +116,7 @@ public struct CentralBridge: Sendable {
     _ step: (inout DiscoveryBridge) -> ([BridgeOutput], Result)
   ) -> ([Output], Result) {
     let (outputs, result) = step(&discovery)
-    return (outputs.map(Output.discovery), result)
+    return (ownedOnly(outputs.map(Output.discovery)), result)
   }
 
   /// Runs one step of the connection half (a request, the outcome of a connection or an
@@ -100,7 +136,8 @@ public struct CentralBridge: Sendable {
     var outputs = produced.map(Output.gatt)
     // Every link state change publishes the retained `<dev>/connection`.
     if produced.contains(where: \.isRetainedPublication) { outputs += syncLinkStates(now: now) }
-    return (outputs, result)
+    guard ownership != nil else { return (outputs, result) }
+    return (ownedOnly(outputs) + apply(pendingOwnership(), now: now), result)
   }
 
   /// Runs one step of the connection half that has no result.
@@ -115,7 +152,10 @@ public struct CentralBridge: Sendable {
     now: Double, syncing: Bool = false, _ step: (inout GATTBridge) -> [GATTOutput]
   ) -> [Output] {
     var outputs = connections(now: now) { (step(&$0), ()) }?.0 ?? []
-    if syncing { outputs += syncLinkStates(now: now) }
+    if syncing {
+      let synced = syncLinkStates(now: now)
+      outputs += ownership == nil ? synced : ownedOnly(synced) + apply(pendingOwnership(), now: now)
+    }
     return outputs
   }
 
@@ -124,6 +164,12 @@ public struct CentralBridge: Sendable {
     guard let gatt else { return [] }
     var outputs: [Output] = []
     for (address, link) in gatt.links where discovery.registry[address]?.connection != link.state {
+      if ownership != nil {
+        let failed = link.state == .failed
+        linkDecisions +=
+          ownership?.linkChanged(
+            address, connected: link.state.isConnected, failed: failed, now: now) ?? []
+      }
       outputs += discovery.linkStateChanged(address, link.state, now: now).map(Output.discovery)
       if link.state == .ready, let tree = link.tree, discovery.homeAssistant != nil {
         outputs += discovery.gattResolved(address, tree: tree) { gatt.format(for: $0) }

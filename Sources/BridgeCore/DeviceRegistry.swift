@@ -190,10 +190,25 @@ public struct DeviceRegistry: Sendable {
   ///
   /// - Parameters:
   ///   - owner: This gateway.
+  ///   - owners: With fleet ownership, each device's owner (`null` in the list when it has
+  ///     none); `nil` when this gateway owns every device.
   ///   - wallClockOffset: Seconds to add to the registry's (monotonic) times to get wall time.
   /// - Returns: The JSON value.
-  public func json(owner: GatewayID, wallClockOffset: Double = 0) -> JSONValue {
-    .array(records.map { $0.json(owner: owner, wallClockOffset: wallClockOffset) })
+  public func json(
+    owner: GatewayID, owners: [BluetoothAddress: GatewayID]? = nil, wallClockOffset: Double = 0
+  ) -> JSONValue {
+    guard let owners else {
+      return .array(records.map { $0.json(owner: owner, wallClockOffset: wallClockOffset) })
+    }
+    return .array(
+      records.map { record in
+        var json = record.json(owner: owner, wallClockOffset: wallClockOffset)
+        if case .object(var object) = json {
+          object["owner"] = owners[record.address].map { .string($0.rawValue) } ?? .null
+          json = .object(object)
+        }
+        return json
+      })
   }
 
   /// The address of the device seen longest ago that is not connected (ties: lowest address).

@@ -120,6 +120,8 @@ public struct DiscoveryBridge: Sendable {
   /// the default 0, `now` is wall time.
   public var wallClockOffset: Double = 0
 
+  /// With fleet ownership, each device's owner for the devices list; `nil` without.
+  var owners: [BluetoothAddress: GatewayID]?
   private var devicesChanged = true
   private var devicesPublished: Double?
 
@@ -341,6 +343,37 @@ public struct DiscoveryBridge: Sendable {
     return homeAssistant?.resolved(record, tree: tree, format: format) ?? []
   }
 
+  /// Notes a device's owner for the devices list (fleet ownership); `nil` for none.
+  ///
+  /// - Parameters:
+  ///   - address: The device.
+  ///   - owner: Its owner.
+  public mutating func setOwner(_ address: BluetoothAddress, _ owner: GatewayID?) {
+    var all = owners ?? [:]
+    guard all[address] != owner || owners == nil else { return }
+    all[address] = owner
+    owners = all
+    devicesChanged = true
+  }
+
+  /// The retained device-level state of one device as this gateway knows it — availability,
+  /// presence and Home Assistant configs — for the gateway that just became its owner.
+  ///
+  /// - Parameter address: The device.
+  /// - Returns: The retained publications; none for a device the registry does not hold.
+  public func deviceState(_ address: BluetoothAddress) -> [BridgeOutput] {
+    guard let record = registry[address] else { return [] }
+    var outputs = homeAssistant?.republish(address) ?? []
+    outputs.append(.publish(topics.availability(record.id), record.availabilityJSON, retain: true))
+    if let reading = presence.lastReading(of: address) {
+      outputs.append(
+        .publish(
+          topics.presence(record.id),
+          reading.json(gateway: topics.gateway, wallClockOffset: wallClockOffset), retain: true))
+    }
+    return outputs
+  }
+
   /// Every device's Home Assistant configs again (Home Assistant said `online`).
   public func homeAssistantRepublish() -> [BridgeOutput] {
     homeAssistant?.republish() ?? []
@@ -373,7 +406,7 @@ public struct DiscoveryBridge: Sendable {
 
   /// The devices list as it is now (the payload of `<base>/bridge/<gw>/devices`).
   public var devicesJSON: JSONValue {
-    registry.json(owner: topics.gateway, wallClockOffset: wallClockOffset)
+    registry.json(owner: topics.gateway, owners: owners, wallClockOffset: wallClockOffset)
   }
 
   /// The retained devices list as it is now.

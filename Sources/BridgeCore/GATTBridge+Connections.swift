@@ -281,7 +281,7 @@ extension GATTBridge {
       return schedule(now: now)
     }
     guard !stopping, configuration.policy.selects(advertisement) else { return [] }
-    var link = Link(address: address, now: now)
+    var link = makeLink(address, now: now)
     link.selected = true
     links[address] = link
     linkByID[link.id] = address

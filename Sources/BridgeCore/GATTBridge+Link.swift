@@ -11,6 +11,9 @@ extension GATTBridge {
     var selected = false
     /// An explicit request: `true` connect, `false` stay disconnected; overrides the policy.
     var request: Bool?
+    /// Whether this gateway owns the device (always, without fleet ownership); only an owned
+    /// device is connected.
+    var owned = true
     /// Connection attempts since the last success.
     var attempts = 0
     /// When the next attempt may start.
@@ -30,7 +33,7 @@ extension GATTBridge {
     }
 
     /// Whether the gateway should keep the device connected.
-    var wants: Bool { request ?? selected }
+    var wants: Bool { owned && (request ?? selected) }
 
     /// The retained `<dev>/connection` payload.
     func json(gateway: GatewayID, wallClockOffset: Double) -> JSONValue {

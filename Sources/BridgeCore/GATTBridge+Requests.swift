@@ -127,7 +127,7 @@ extension GATTBridge {
             message: "\(address) has not been seen; it must advertise before it can be connected",
             transaction: nil))
       }
-      var link = links[address] ?? Link(address: address, now: now)
+      var link = links[address] ?? makeLink(address, now: now)
       link.request = true
       link.known = true
       if link.state == .failed || link.state == .disconnected { link.retryAt = nil }

@@ -179,6 +179,9 @@ public struct GATTBridge: Sendable {
   var stackDown = false
   /// The adapters powered now, so that only one becoming powered cuts retries short.
   var poweredAdapters: Set<String> = []
+  /// With fleet ownership (``requireOwnership()``), the devices this gateway owns; `nil` when
+  /// it owns every device.
+  var ownedAddresses: Set<BluetoothAddress>?
 
   static let seenGeneration = 4096
 
@@ -191,11 +194,66 @@ public struct GATTBridge: Sendable {
     self.topics = topics
     self.configuration = configuration
     for address in configuration.policy.addresses.sorted() {
-      var link = Link(address: address, now: 0)
+      var link = makeLink(address, now: 0)
       link.selected = true
       links[address] = link
       linkByID[link.id] = address
     }
+  }
+
+  /// A new link, owned unless fleet ownership says otherwise.
+  func makeLink(_ address: BluetoothAddress, now: Double) -> Link {
+    var link = Link(address: address, now: now)
+    link.owned = ownedAddresses?.contains(address) ?? true
+    return link
+  }
+
+  /// Turns fleet ownership on: from now on a device is connected only after
+  /// ``setOwned(_:_:now:)`` says this gateway owns it.
+  public mutating func requireOwnership() {
+    guard ownedAddresses == nil else { return }
+    ownedAddresses = []
+    for address in links.keys { links[address]?.owned = false }
+  }
+
+  /// This gateway gained or lost a device (``OwnershipArbiter``): a gained device's retained
+  /// connection state is published and it is connected when wanted (its recorded
+  /// `connection/set` request and the policy follow it); a lost one is torn down.
+  ///
+  /// - Parameters:
+  ///   - address: The device.
+  ///   - owned: Whether this gateway owns it now.
+  ///   - now: The time.
+  /// - Returns: What to do.
+  public mutating func setOwned(_ address: BluetoothAddress, _ owned: Bool, now: Double)
+    -> [GATTOutput]
+  {
+    guard ownedAddresses != nil else { return [] }
+    if owned { ownedAddresses?.insert(address) } else { ownedAddresses?.remove(address) }
+    guard var link = links[address], link.owned != owned else { return [] }
+    link.owned = owned
+    if owned {
+      link.retryAt = nil
+      link.attempts = 0
+      links[address] = link
+      return [connectionOutput(link)] + schedule(now: now)
+    }
+    links[address] = link
+    return teardown(address, now: now)
+  }
+
+  /// Whether the device's link wants a connection by policy or request (ownership aside).
+  ///
+  /// - Parameter address: The device.
+  /// - Returns: `true` when the gateway would connect it as its owner.
+  public func wantsConnection(_ address: BluetoothAddress) -> Bool {
+    links[address].map { $0.request ?? $0.selected } ?? false
+  }
+
+  /// Free connection slots: the most connections less those up or being made.
+  public var freeSlots: Int {
+    configuration.maxConnections
+      - links.values.filter { $0.state.isConnected || $0.state == .connecting }.count
   }
 
   /// Whether no device is connected or being connected: after ``shutdown(now:)``, the gateway

@@ -178,6 +178,15 @@ public struct PresenceEstimator: Sendable {
   /// - Returns: The state.
   public func state(of address: BluetoothAddress) -> State? { tracks[address]?.state }
 
+  /// The last reading reported for a device (what its retained `presence` holds, or would hold
+  /// had it been published), `nil` before its first judgement.
+  ///
+  /// - Parameter address: The device's address.
+  /// - Returns: The reading.
+  public func lastReading(of address: BluetoothAddress) -> Reading? {
+    tracks[address]?.reported?.reading
+  }
+
   /// The samples of a device still in the window, oldest first.
   ///
   /// - Parameter address: The device's address.

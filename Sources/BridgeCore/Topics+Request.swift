@@ -17,6 +17,15 @@ extension Topics {
     case set(CharacteristicPath)
     /// `<base>/<dev>/gatt/<svc>/<chr>/notify`.
     case notify(CharacteristicPath)
+
+    /// The device a device-plane request is about; `nil` for bridge and peripheral requests.
+    public var device: DeviceID? {
+      switch self {
+      case .bridge, .peripheralText, .fleet, .fleetPeripheralText: nil
+      case .connectionSet(let device): device
+      case .get(let path), .set(let path), .notify(let path): path.device
+      }
+    }
   }
 
   /// Recognises an inbound topic of this gateway.

@@ -13,6 +13,9 @@ enum DriverAction<Command: Sendable>: Sendable {
   /// A radio call, carried out by ``BridgeDriver/runCommands(perform:)`` off the publishing
   /// path, in its lane.
   case command(Command, CommandLane)
+  /// Hand these to the MQTT client in order (claims published once, retained state
+  /// forgotten).
+  case handOffs([MQTTHandOff])
   /// Nothing (an output that cannot be carried out; the bridge already reported why).
   case none
 }
@@ -121,6 +124,7 @@ final class BridgeDriver<Bridge: DrivenBridge>: Sendable {
         case .publish(let message): messages.append(.enqueue(message))
         case .state(let message): messages.append(.retainedState(message))
         case .command(let command, let lane): enqueue(command, lane: lane)
+        case .handOffs(let handOffs): messages += handOffs
         case .none: break
         }
       }

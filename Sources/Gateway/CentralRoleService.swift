@@ -46,16 +46,19 @@ public final class CentralRoleService: Sendable {
   ///   - qos: QoS of non-retained publications.
   ///   - clock: The clock the bridge runs on.
   ///   - metrics: Where GATT operations are counted and timed, if anywhere.
+  ///   - ownership: Fleet ownership, or `nil` for a gateway that owns every device it hears.
   ///   - logger: Where failures are logged.
   public init(
     central: any BLECentral, discovery: DiscoveryBridge, gatt: GATTBridge, client: MQTTClient,
-    qos: MQTTQoS, clock: BridgeClock = .system, metrics: GatewayMetrics? = nil, logger: Logger
+    qos: MQTTQoS, clock: BridgeClock = .system, metrics: GatewayMetrics? = nil,
+    ownership: OwnershipArbiter? = nil, logger: Logger
   ) {
     self.central = central
     self.metrics = metrics
     gattCentral = central as? any GATTCentral
     self.logger = logger
-    let bridge = CentralBridge(discovery: discovery, gatt: gattCentral == nil ? nil : gatt)
+    let bridge = CentralBridge(
+      discovery: discovery, gatt: gattCentral == nil ? nil : gatt, ownership: ownership)
     driver = BridgeDriver(bridge: bridge, clock: clock, client: client, qos: qos, logger: logger)
   }
 
@@ -100,9 +103,17 @@ public final class CentralRoleService: Sendable {
   /// - Returns: The response.
   public func deviceRequest(connect: Bool, body: JSONObject) -> BridgeResponse {
     driver.feed { bridge, now in
-      bridge.connections(now: now) { $0.deviceRequest(connect: connect, body: body, now: now) }
-        ?? ([], Self.noConnections)
+      bridge.deviceRequest(connect: connect, body: body, now: now) ?? ([], Self.noConnections)
     }
+  }
+
+  /// Takes in a device's owner claim or a gateway's state (fleet ownership).
+  ///
+  /// - Parameters:
+  ///   - message: What the topic is about.
+  ///   - payload: The payload.
+  public func fleetMessage(_ message: Topics.FleetMessage, payload: [UInt8]) {
+    driver.feed { bridge, now in bridge.fleetMessage(message, payload: payload, now: now) }
   }
 
   /// Serves a device-plane request (`connection/set`, `/get`, `/set`, `/notify`).
@@ -115,7 +126,7 @@ public final class CentralRoleService: Sendable {
       ReplyAddress(topic: $0, correlationData: message.properties.correlationData)
     }
     driver.feed { bridge, now in
-      bridge.connections(now: now) {
+      bridge.request(about: request.device, now: now) {
         $0.request(request, payload: message.payload, reply: reply, now: now)
       }
     }
@@ -134,7 +145,9 @@ public final class CentralRoleService: Sendable {
       ReplyAddress(topic: $0, correlationData: message.properties.correlationData)
     }
     driver.feed { bridge, now in
-      bridge.connections(now: now) { $0.refuse(request, code: code, message: text, reply: reply) }
+      bridge.request(about: request.device, now: now) {
+        $0.refuse(request, code: code, message: text, reply: reply)
+      }
     }
   }
 
@@ -218,6 +231,7 @@ public final class CentralRoleService: Sendable {
     switch command {
     case .discovery(let output): await perform(output)
     case .gatt(let output): await perform(output)
+    case .fleet: break  // handed to the MQTT client by the driver
     }
   }
 
@@ -347,6 +361,15 @@ extension CentralBridge: DrivenBridge {
         MQTTMessage(
           topic: address.topic, payload: payload, qos: .atLeastOnce,
           properties: MQTTPublishProperties(correlationData: address.correlationData)))
+    case .fleet(.claim(let topic, let payload)):
+      return .handOffs([
+        .publishOnce(
+          MQTTMessage(topic: topic.rawValue, payload: payload, qos: .atLeastOnce, retain: true))
+      ])
+    case .fleet(.forgetRetained(let prefix)):
+      return .handOffs([.forgetRetainedBelow(prefix)])
+    case .fleet(.forgetRetainedTopic(let topic)):
+      return .handOffs([.forgetRetained(topic.rawValue)])
     case .discovery:
       return .command(output, .serial)
     case .gatt:

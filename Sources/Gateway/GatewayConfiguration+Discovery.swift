@@ -68,3 +68,14 @@ extension GatewayConfiguration {
       transferMaxBytes: b.transfer.maxBytes, retainValues: mqtt.retainValues)
   }
 }
+
+extension GatewayConfiguration {
+  /// The ownership arbiter's settings from `fleet.ownership.*`.
+  public var ownershipConfiguration: OwnershipArbiter.Configuration {
+    let o = fleet.ownership
+    return OwnershipArbiter.Configuration(
+      margin: o.margin, dwell: o.dwell, staleAfter: o.staleAfter, claimDelay: o.claimDelay,
+      giveUpAfter: o.giveUpAfter, cooldown: o.cooldown,
+      maximumDevices: max(1, bluetooth.maxDevices))
+  }
+}

@@ -113,7 +113,12 @@ public final class GatewayService: Service, Sendable {
         discovery: DiscoveryBridge(topics: topics, configuration: discovery),
         gatt: GATTBridge(topics: topics, configuration: configuration.gattBridgeConfiguration),
         client: client, qos: MQTTQoS(rawValue: configuration.mqtt.qos) ?? .atLeastOnce,
-        clock: clock, metrics: web?.metrics, logger: logger)
+        clock: clock, metrics: web?.metrics,
+        ownership: configuration.fleet.ownership.enabled
+          ? OwnershipArbiter(
+            topics: topics, instance: instance.id,
+            configuration: configuration.ownershipConfiguration) : nil,
+        logger: logger)
     } else {
       centralRole = nil
     }
@@ -152,6 +157,12 @@ public final class GatewayService: Service, Sendable {
         ])
   }
 
+  /// Whether device ownership is arbitrated across the fleet (`fleet.ownership.enabled`, with
+  /// the central role).
+  private var fleetOwnership: Bool {
+    configuration.fleet.ownership.enabled && centralRole != nil
+  }
+
   /// Runs until graceful shutdown, then publishes `offline` and disconnects.
   public func run() async throws {
     logger.info(
@@ -162,7 +173,13 @@ public final class GatewayService: Service, Sendable {
       ])
     // Our own state first, so that the state another run with our gateway.id left retained
     // reaches us before ours replaces it (DuplicateGatewayGuard).
-    client.addSubscription(topics.bridgeState.rawValue)
+    if fleetOwnership {
+      // Every gateway's state (ours included) and every device's owner claim.
+      client.addSubscription(topics.fleetStateFilter.rawValue)
+      client.addSubscription(topics.ownerFilter.rawValue)
+    } else {
+      client.addSubscription(topics.bridgeState.rawValue)
+    }
     client.start()
     client.setRetainedState(
       MQTTMessage(
@@ -372,6 +389,11 @@ public final class GatewayService: Service, Sendable {
 
   /// Answers one incoming message; never throws, whatever the message holds.
   func handle(_ incoming: MQTTMessage) {
+    if fleetOwnership, let fleet = topics.parseFleet(incoming.topic) {
+      if incoming.topic == topics.bridgeState.rawValue { observeOwnState(incoming) }
+      centralRole?.fleetMessage(fleet, payload: incoming.payload)
+      return
+    }
     if incoming.topic == topics.bridgeState.rawValue {
       observeOwnState(incoming)
       return

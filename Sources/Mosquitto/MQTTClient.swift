@@ -120,15 +120,20 @@ public final class MQTTClient: Sendable {
     if let observer {
       for handOff in batch {
         switch handOff {
-        case .enqueue(let message), .retainedState(let message): observer(message)
+        case .enqueue(let message), .retainedState(let message), .publishOnce(let message):
+          observer(message)
+        case .forgetRetained, .forgetRetainedBelow: break
         }
       }
     }
     core.send(
-      contentsOf: batch.map {
-        switch $0 {
-        case .enqueue(let message): .publish(message, nil)
-        case .retainedState(let message): .retain(message)
+      contentsOf: batch.flatMap { handOff -> [Command] in
+        switch handOff {
+        case .enqueue(let message): [.publish(message, nil)]
+        case .retainedState(let message): [.retain(message)]
+        case .publishOnce(let message): [.publish(message, nil), .forgetRetained(message.topic)]
+        case .forgetRetained(let topic): [.forgetRetained(topic)]
+        case .forgetRetainedBelow(let prefix): [.forgetRetainedBelow(prefix)]
         }
       })
   }
@@ -143,6 +148,12 @@ public final class MQTTClient: Sendable {
   /// Stops re-publishing the retained state of `topic` after reconnects.
   public func forgetRetainedState(topic: String) {
     core.send(.forgetRetained(topic))
+  }
+
+  /// Stops re-publishing the retained state of every topic that starts with `prefix` (the
+  /// device-level topics of a device another gateway of the fleet now owns).
+  public func forgetRetainedState(below prefix: String) {
+    core.send(.forgetRetainedBelow(prefix))
   }
 
   /// Subscribes to a topic filter, now and after every reconnect, without waiting for the
@@ -249,4 +260,13 @@ public enum MQTTHandOff: Sendable {
   case enqueue(MQTTMessage)
   /// Publish now and after every reconnect, as ``MQTTClient/setRetainedState(_:)``.
   case retainedState(MQTTMessage)
+  /// Publish without waiting and never again after a reconnect, even when retained (a claim
+  /// that another gateway may have replaced meanwhile).
+  case publishOnce(MQTTMessage)
+  /// Stop re-publishing a topic's retained state, as
+  /// ``MQTTClient/forgetRetainedState(topic:)``.
+  case forgetRetained(String)
+  /// Stop re-publishing the retained state of every topic below a prefix, as
+  /// ``MQTTClient/forgetRetainedState(below:)``.
+  case forgetRetainedBelow(String)
 }

@@ -184,8 +184,8 @@ struct ConfigurationFileTests {
     #expect(error.key == nil)
     #expect(
       error.message
-        == "the top level must be a mapping of the sections bluetooth, gateway, homeassistant, "
-        + "log, mqtt, peripheral, web, got a list")
+        == "the top level must be a mapping of the sections bluetooth, fleet, gateway, "
+        + "homeassistant, log, mqtt, peripheral, web, got a list")
   }
 
   @Test func yamlSyntaxErrorIsReportedWithItsLine() async throws {
@@ -280,7 +280,11 @@ enum ConfigurationFixture {
     homeAssistant: .init(
       enabled: false, prefix: "ha/discovery",
       controls: ["*/fff0/fff1=button", "AABBCCDDEEFF/fff0/fff2=text"]),
-    web: .init(enabled: true, listen: "[::1]:9090", token: "s3cret-token"))
+    web: .init(enabled: true, listen: "[::1]:9090", token: "s3cret-token"),
+    fleet: .init(
+      ownership: .init(
+        enabled: true, margin: 12, dwell: 45, staleAfter: 20, claimDelay: 2, giveUpAfter: 4,
+        cooldown: 300)))
 
   /// The values of `everyKey` as text, by key path.
   static let everyKeyText: [String: String] = [
@@ -327,6 +331,10 @@ enum ConfigurationFixture {
     "homeassistant.enabled": "false", "homeassistant.prefix": "ha/discovery",
     "homeassistant.controls": "*/fff0/fff1=button,AABBCCDDEEFF/fff0/fff2=text",
     "web.enabled": "true", "web.listen": "[::1]:9090", "web.token": "s3cret-token",
+    "fleet.ownership.enabled": "true", "fleet.ownership.margin": "12",
+    "fleet.ownership.dwell": "45", "fleet.ownership.stale_after": "20",
+    "fleet.ownership.claim_delay": "2", "fleet.ownership.give_up_after": "4",
+    "fleet.ownership.cooldown": "300",
   ]
 
   /// A new empty temporary directory.

@@ -234,6 +234,40 @@ public struct HomeAssistantDiscovery: Sendable {
     }
   }
 
+  /// One device's configs again (its new owner publishes them).
+  ///
+  /// - Parameter address: The device.
+  /// - Returns: The retained publications.
+  public func republish(_ address: BluetoothAddress) -> [BridgeOutput] {
+    (devices[address]?.configs ?? []).map {
+      .publish(topic: $0.topic, payload: $0.payload, retain: true)
+    }
+  }
+
+  /// The topics of one device's configs.
+  ///
+  /// - Parameter address: The device.
+  /// - Returns: The topics.
+  public func configTopics(of address: BluetoothAddress) -> [TopicName] {
+    (devices[address]?.configs ?? []).map(\.topic)
+  }
+
+  /// The device a config topic of this discovery is about, `nil` for the gateway's own and any
+  /// other topic.
+  ///
+  /// - Parameter topic: A topic this gateway publishes.
+  /// - Returns: The device's address.
+  public func deviceAddress(ofConfig topic: TopicName) -> BluetoothAddress? {
+    let levels = topic.rawValue.utf8.split(separator: UInt8(ascii: "/"))
+    guard levels.count >= 4, topic.rawValue.hasPrefix(configuration.prefix + "/") else {
+      return nil
+    }
+    let node = levels[levels.count - 3]
+    let marker = Array("gatt2mqtt_".utf8)
+    guard node.count == marker.count + 12, node.starts(with: marker) else { return nil }
+    return BluetoothAddress(compact: node.dropFirst(marker.count))
+  }
+
   // MARK: - The gateway
 
   /// The gateway's own configs, to publish (retained) before any device's: connectivity and

@@ -136,6 +136,13 @@ struct ConfigurationKey: Sendable {
     .bool("web.enabled", \.web.enabled),
     .string("web.listen", \.web.listen, .listenAddress),
     .optionalString("web.token", \.web.token, .nonEmptyString, secret: true),
+    .bool("fleet.ownership.enabled", \.fleet.ownership.enabled),
+    .number("fleet.ownership.margin", \.fleet.ownership.margin, atMost: 100),
+    .number("fleet.ownership.dwell", \.fleet.ownership.dwell, atMost: 86_400),
+    .number("fleet.ownership.stale_after", \.fleet.ownership.staleAfter, atMost: 86_400),
+    .number("fleet.ownership.claim_delay", \.fleet.ownership.claimDelay, atMost: 60),
+    .int("fleet.ownership.give_up_after", \.fleet.ownership.giveUpAfter, .integer(1...1000)),
+    .number("fleet.ownership.cooldown", \.fleet.ownership.cooldown, atMost: 86_400),
   ]
 
   /// The keys by dotted path.

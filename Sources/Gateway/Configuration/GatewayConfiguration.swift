@@ -22,6 +22,8 @@ public struct GatewayConfiguration: Sendable, Equatable {
   public var homeAssistant: HomeAssistant
   /// The web page and metrics (`web.*`).
   public var web: Web
+  /// Many gateways on one broker (`fleet.*`).
+  public var fleet: Fleet
 
   /// Creates a configuration; every omitted part has its defaults.
   ///
@@ -33,12 +35,14 @@ public struct GatewayConfiguration: Sendable, Equatable {
   ///   - peripheral: The peripheral-role settings.
   ///   - homeAssistant: The Home Assistant discovery settings.
   ///   - web: The web page settings.
+  ///   - fleet: The fleet settings.
   public init(
     mqtt: MQTT = MQTT(), gateway: Gateway = Gateway(), log: Log = Log(),
     bluetooth: Bluetooth = Bluetooth(), peripheral: Peripheral = Peripheral(),
-    homeAssistant: HomeAssistant = HomeAssistant(), web: Web = Web()
+    homeAssistant: HomeAssistant = HomeAssistant(), web: Web = Web(), fleet: Fleet = Fleet()
   ) {
     self.web = web
+    self.fleet = fleet
     self.peripheral = peripheral
     self.homeAssistant = homeAssistant
     self.mqtt = mqtt

@@ -56,6 +56,8 @@ enum Command: Sendable {
   case unsubscribe(String, Waiter?)
   case retain(MQTTMessage)
   case forgetRetained(String)
+  /// Forget the retained state of every topic that starts with the prefix.
+  case forgetRetainedBelow(String)
   case shutdown([MQTTMessage], timeout: Double, Waiter)
   /// Answer at once: proves the loop thread takes commands (a watchdog's liveness check).
   case ping(Waiter)

@@ -188,6 +188,8 @@ struct MQTTSession {
       }
     case .forgetRetained(let topic):
       retained[topic] = nil
+    case .forgetRetainedBelow(let prefix):
+      retained.removeAll { $0.key.hasPrefix(prefix) }
     case .ping(let waiter):
       answer(waiter, nil)
     case .stop:
@@ -373,7 +375,7 @@ struct MQTTSession {
     case .ping(let waiter):
       waiter.resume(throwing: MQTTError(.stopped, "the MQTT client has stopped"))
     case .shutdown(_, _, let waiter): waiter.resume()
-    case .retain, .forgetRetained, .stop: break
+    case .retain, .forgetRetained, .forgetRetainedBelow, .stop: break
     }
   }
 

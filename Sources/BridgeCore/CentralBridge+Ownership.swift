@@ -1,0 +1,193 @@
+extension CentralBridge {
+  /// Takes in a fleet message the gateway subscribed to for ownership: a device's retained
+  /// claim (`<base>/<dev>/owner`) or a gateway's retained state (`<base>/bridge/<gw>/state`).
+  ///
+  /// - Parameters:
+  ///   - message: What the topic is about (``Topics/parseFleet(_:)``).
+  ///   - payload: The payload; empty when the retained message was cleared.
+  ///   - now: The time.
+  /// - Returns: What to do; nothing without fleet ownership.
+  public mutating func fleetMessage(
+    _ message: Topics.FleetMessage, payload: [UInt8], now: Double
+  ) -> [Output] {
+    guard var arbiter = ownership else { return [] }
+    ownership = nil  // no copy while it changes
+    arbiter.freeSlots = gatt?.freeSlots ?? 0
+    let decided: [OwnershipArbiter.Output]
+    switch message {
+    case .owner(let address):
+      decided = arbiter.claimReceived(address, payload: payload, now: now)
+      ownership = arbiter
+      discovery.setOwner(address, arbiter.owner(of: address))
+    case .state(let gateway):
+      decided = arbiter.stateReceived(gateway, payload: payload, now: now)
+      ownership = arbiter
+      for record in discovery.registry.records {
+        discovery.setOwner(record.address, arbiter.owner(of: record.address))
+      }
+    }
+    return apply(decided, now: now)
+  }
+
+  /// Runs a device-plane request (`connection/set`, `/get`, `/set`, `/notify`) or its refusal.
+  /// With fleet ownership only the gateway that answers for the device
+  /// (``OwnershipArbiter/answers(_:)``: its owner, or the lowest online gateway for a device
+  /// no one owns) publishes anything; the others still record what the request wants
+  /// (notifications, the connection request), so that it follows the device to a new owner.
+  ///
+  /// - Parameters:
+  ///   - device: The device the topic names.
+  ///   - now: The time.
+  ///   - step: The request.
+  /// - Returns: What to do.
+  public mutating func request(
+    about device: DeviceID?, now: Double, _ step: (inout GATTBridge) -> [GATTOutput]
+  ) -> [Output] {
+    guard let ownership, let device else { return connections(now: now, step) }
+    let address =
+      BluetoothAddress(compact: device.rawValue.utf8) ?? (try? BluetoothAddress(device.rawValue))
+    guard address.map(ownership.answers) ?? ownership.answersUnknown else {
+      return connections(now: now, step).filter { !$0.isPublication }
+    }
+    // This gateway answers: for a device no one owns, its answers pass the owner filter.
+    answering = address
+    defer { answering = nil }
+    return connections(now: now, step)
+  }
+
+  /// Runs a `device/connect` or `device/disconnect` bridge request: refused with `not_owner`
+  /// (naming the owner) for a device another gateway owns.
+  ///
+  /// - Parameters:
+  ///   - connect: `true` for `device/connect`.
+  ///   - body: The request's JSON object.
+  ///   - now: The time.
+  /// - Returns: What to do and the response; `nil` for a central without GATT.
+  public mutating func deviceRequest(connect: Bool, body: JSONObject, now: Double) -> (
+    [Output], BridgeResponse
+  )? {
+    if let ownership, case .string(let text) = body["device"],
+      let address = try? BluetoothAddress(text), let owner = ownership.owner(of: address),
+      owner != ownership.topics.gateway
+    {
+      return (
+        [],
+        .failure(
+          code: "not_owner",
+          message:
+            "\(DeviceID(address: address)) is owned by gateway '\(owner)'; send the request to it",
+          transaction: nil)
+      )
+    }
+    return connections(now: now) { $0.deviceRequest(connect: connect, body: body, now: now) }
+  }
+
+  /// The arbiter's outputs for one central event: RSSI samples of devices the registry keeps.
+  mutating func arbitrate(_ event: CentralEvent, now: Double) -> [Output] {
+    let address: BluetoothAddress
+    let rssi: Int
+    switch event {
+    case .deviceAppeared(let advertisement), .deviceUpdated(let advertisement):
+      guard let value = advertisement.rssi else { return [] }
+      (address, rssi) = (advertisement.address, value)
+    case .connectionRSSI(let device, let value):
+      (address, rssi) = (device, value)
+    default:
+      return apply(pendingOwnership(), now: now)
+    }
+    guard discovery.registry[address] != nil else { return [] }
+    let wants = gatt?.wantsConnection(address) ?? false
+    ownership?.freeSlots = gatt?.freeSlots ?? 0
+    let decided =
+      ownership?.observed(address, rssi: rssi, wantsConnection: wants, now: now) ?? []
+    return apply(pendingOwnership() + decided, now: now)
+  }
+
+  /// The arbiter's decisions about link state changes, taken out of the queue.
+  mutating func pendingOwnership() -> [OwnershipArbiter.Output] {
+    defer { linkDecisions = [] }
+    return linkDecisions
+  }
+
+  /// Carries out the arbiter's outputs: claims published; a gained device's retained state
+  /// published and its link wanted; a lost one torn down; an event for each.
+  mutating func apply(_ decided: [OwnershipArbiter.Output], now: Double) -> [Output] {
+    guard !decided.isEmpty, ownership != nil else { return [] }
+    var outputs: [Output] = []
+    let topics = discovery.topics
+    for output in decided {
+      switch output {
+      case .publish(let topic, let payload):
+        outputs.append(.fleet(.claim(topic: topic, payload: payload)))
+      case .gained(let address, let from, let reason):
+        discovery.setOwner(address, topics.gateway)
+        var data = eventData(address)
+        data["from"] = from.map { .string($0.rawValue) } ?? .null
+        data["reason"] = .string(reason)
+        outputs.append(.discovery(event("ownership_gained", data)))
+        outputs += ownedOnly(discovery.deviceState(address).map(Output.discovery))
+        outputs += connections(now: now) { $0.setOwned(address, true, now: now) }
+      case .lost(let address, let to, let reason):
+        discovery.setOwner(address, to)
+        var data = eventData(address)
+        data["to"] = to.map { .string($0.rawValue) } ?? .null
+        data["reason"] = .string(reason)
+        outputs.append(.discovery(event("ownership_lost", data)))
+        outputs += connections(now: now) { $0.setOwned(address, false, now: now) }
+        // The new owner publishes the device's retained state: ours must not come back after
+        // our next reconnect.
+        let device = DeviceID(address: address).rawValue
+        outputs.append(.fleet(.forgetRetained(below: "\(topics.base)/\(device)/")))
+        for topic in discovery.homeAssistant?.configTopics(of: address) ?? [] {
+          outputs.append(.fleet(.forgetRetainedTopic(topic)))
+        }
+      case .invalidClaim(let address, let problem):
+        var data = eventData(address)
+        data["problem"] = .string(problem)
+        outputs.append(.discovery(event("ownership_claim_invalid", data)))
+      }
+    }
+    return outputs
+  }
+
+  /// The outputs without the device-level publications of devices this gateway does not own.
+  func ownedOnly(_ outputs: [Output]) -> [Output] {
+    guard let ownership else { return outputs }
+    let topics = discovery.topics
+    return outputs.filter { output in
+      let topic: TopicName
+      switch output {
+      case .discovery(.publish(let name, _, _)), .gatt(.publish(let name, _, _)): topic = name
+      default: return true
+      }
+      guard
+        let address = topics.deviceAddress(of: topic)
+          ?? discovery.homeAssistant?.deviceAddress(ofConfig: topic)
+      else { return true }
+      return ownership.owns(address) || address == answering
+    }
+  }
+
+  private func eventData(_ address: BluetoothAddress) -> JSONObject {
+    [
+      "device": .string(DeviceID(address: address).rawValue),
+      "address": .string(address.description),
+    ]
+  }
+
+  private func event(_ type: String, _ data: JSONObject) -> BridgeOutput {
+    .publish(
+      topic: discovery.topics.bridgeEvent, payload: BridgePayload.event(type: type, data: data),
+      retain: false)
+  }
+}
+
+extension CentralBridge.Output {
+  /// Whether this publishes to MQTT (a publication or an MQTT 5 reply).
+  var isPublication: Bool {
+    switch self {
+    case .discovery(.publish), .gatt(.publish), .gatt(.reply): true
+    default: false
+    }
+  }
+}

@@ -1,0 +1,160 @@
+import BridgeCore
+import Testing
+
+@Suite("Central bridge with fleet ownership: the device plane is the owner's alone")
+struct CentralBridgeOwnershipTests {
+  let t0 = Fixture.t0
+  let sensor = GATTHarness.sensor
+  let own = GatewayInstance(id: "run0", started: 0)
+  let hall = GatewayInstance(id: "hall1", started: 0)
+
+  /// A bridge of gateway `pi` that connects the sensor by policy, with ownership on; the broker
+  /// holds pi's and hall's `online` states.
+  func bridge() -> CentralBridge {
+    var bridge = CentralBridge(
+      discovery: DiscoveryBridge(topics: Fixture.topics, configuration: .init(devicesInterval: 0)),
+      gatt: GATTBridge(
+        topics: Fixture.topics,
+        configuration: .init(policy: ConnectionPolicy(addresses: [GATTHarness.sensor]))),
+      ownership: OwnershipArbiter(topics: Fixture.topics, instance: "run0", freeSlots: 5))
+    _ = bridge.fleetMessage(
+      .state(GatewayID("pi")), payload: own.statePayload(online: true), now: t0)
+    _ = bridge.fleetMessage(
+      .state(GatewayID("hall")), payload: hall.statePayload(online: true), now: t0)
+    return bridge
+  }
+
+  func claim(_ gateway: String, _ instance: String, rssi: Double? = -50, reason: String = "unowned")
+    -> [UInt8]
+  {
+    OwnershipClaim(gateway: GatewayID(gateway), instance: instance, rssi: rssi, reason: reason)
+      .payload
+  }
+
+  /// The topics published among `outputs`.
+  func published(_ outputs: [CentralBridge.Output]) -> [String] {
+    outputs.compactMap {
+      switch $0 {
+      case .discovery(.publish(let topic, _, _)), .gatt(.publish(let topic, _, _)): topic.rawValue
+      case .fleet(.claim(let topic, _)): "claim " + topic.rawValue
+      default: nil
+      }
+    }
+  }
+
+  func events(_ outputs: [CentralBridge.Output]) throws -> [JSONValue] {
+    try outputs.compactMap {
+      guard case .discovery(.publish(let topic, let payload, _)) = $0,
+        topic.rawValue == "gatt2mqtt/bridge/pi/event"
+      else { return nil }
+      return try JSONValue.parse(payload)
+    }
+  }
+
+  func connects(_ outputs: [CentralBridge.Output]) -> Bool {
+    outputs.contains { if case .gatt(.connect) = $0 { true } else { false } }
+  }
+
+  @Test func aDeviceAnotherGatewayOwnsGetsNothingDeviceLevelFromThisOne() throws {
+    var bridge = bridge()
+    _ = bridge.fleetMessage(.owner(sensor), payload: claim("hall", "hall1"), now: t0)
+    var outputs: [CentralBridge.Output] = []
+    for step in 0..<20 {
+      let now = t0 + Double(step)
+      outputs += bridge.handle(.deviceUpdated(Fixture.advert(rssi: -55)), now: now)
+      outputs += bridge.tick(now: now)
+    }
+    let device = published(outputs).filter { $0.hasPrefix("gatt2mqtt/A4C1381E29DF/") }
+    #expect(device.isEmpty, "\(device)")
+    #expect(!published(outputs).contains { $0.hasPrefix("claim") })
+    #expect(!connects(outputs))
+    // Its own bridge topics still say what it hears, with the owner in the devices list.
+    let list = try #require(
+      outputs.compactMap { output -> [UInt8]? in
+        guard case .discovery(.publish(let topic, let payload, _)) = output,
+          topic.rawValue == "gatt2mqtt/bridge/pi/devices"
+        else { return nil }
+        return payload
+      }.last)
+    #expect(try JSONValue.parse(list).arrayValue?.first?["owner"] == "hall")
+
+    // Requests about it: silent here (the owner answers), but what they want is kept.
+    let path = CharacteristicPath(
+      device: DeviceID(address: sensor), service: GATTHarness.battery,
+      characteristic: BluetoothUUID(uuid16: 0x2A19))
+    let silent = bridge.request(about: path.device, now: t0 + 21) {
+      $0.request(.notify(path), payload: Array("true".utf8), now: t0 + 21)
+    }
+    #expect(silent.isEmpty)
+    let refused = bridge.deviceRequest(
+      connect: true, body: ["device": "A4:C1:38:1E:29:DF"], now: t0 + 21)
+    let response = try #require(refused?.1)
+    #expect(response.errorCode == "not_owner")
+    #expect(response.message == "A4C1381E29DF is owned by gateway 'hall'; send the request to it")
+  }
+
+  @Test func gainingADevicePublishesItsStateAndConnectsItLosingItTearsDownAndForgets() throws {
+    var bridge = bridge()
+    _ = bridge.fleetMessage(.owner(sensor), payload: claim("hall", "hall1"), now: t0)
+    for step in 0..<5 {
+      _ = bridge.handle(.deviceUpdated(Fixture.advert(rssi: -55)), now: t0 + Double(step))
+    }
+    // hall's last will: the device is unowned, and pi claims it after its ranked delay.
+    var outputs = bridge.fleetMessage(
+      .state(GatewayID("hall")), payload: hall.statePayload(online: false), now: t0 + 5)
+    var claimPayload: [UInt8]?
+    for step in 5..<15 where claimPayload == nil {
+      outputs = bridge.handle(.deviceUpdated(Fixture.advert(rssi: -55)), now: t0 + Double(step))
+      outputs += bridge.tick(now: t0 + Double(step))
+      for case .fleet(.claim(let topic, let payload)) in outputs {
+        #expect(topic.rawValue == "gatt2mqtt/A4C1381E29DF/owner")
+        claimPayload = payload
+      }
+      #expect(!connects(outputs))
+    }
+    let payload = try #require(claimPayload)
+    #expect(try OwnershipClaim(parsing: payload).reason == "owner_offline")
+
+    // The broker hands the claim back: pi owns the device.
+    let gained = bridge.fleetMessage(.owner(sensor), payload: payload, now: t0 + 15)
+    let event = try #require(try events(gained).first)
+    #expect(event["type"] == "ownership_gained")
+    #expect(event["data"]?["from"] == "hall")
+    #expect(event["data"]?["reason"] == "owner_offline")
+    let topics = published(gained)
+    #expect(topics.contains("gatt2mqtt/A4C1381E29DF/availability"))
+    #expect(topics.contains("gatt2mqtt/A4C1381E29DF/presence"))
+    #expect(topics.contains("gatt2mqtt/A4C1381E29DF/connection"))
+    #expect(connects(gained))
+
+    // hall comes back and claims it (a stronger challenger): pi tears down and forgets.
+    let hall2 = GatewayInstance(id: "hall2", started: 1)
+    _ = bridge.fleetMessage(
+      .state(GatewayID("hall")), payload: hall2.statePayload(online: true), now: t0 + 60)
+    let lost = bridge.fleetMessage(
+      .owner(sensor), payload: claim("hall", "hall2", reason: "stronger"), now: t0 + 60)
+    let lostEvent = try #require(try events(lost).first)
+    #expect(lostEvent["type"] == "ownership_lost")
+    #expect(lostEvent["data"]?["to"] == "hall")
+    #expect(lost.contains(.fleet(.forgetRetained(below: "gatt2mqtt/A4C1381E29DF/"))))
+    #expect(lost.contains(.gatt(.disconnect(sensor))))
+    #expect(!published(lost).contains { $0.hasPrefix("gatt2mqtt/A4C1381E29DF/") })
+  }
+
+  @Test func requestsAboutADeviceNoOneOwnsAreAnsweredByTheLowestOnlineGateway() {
+    var bridge = bridge()  // pi and hall online: hall < pi, so hall answers
+    let path = CharacteristicPath(
+      device: DeviceID(address: sensor), service: GATTHarness.battery,
+      characteristic: BluetoothUUID(uuid16: 0x2A19))
+    let silent = bridge.request(about: path.device, now: t0) {
+      $0.request(.get(path), payload: [], now: t0)
+    }
+    #expect(silent.isEmpty)
+    _ = bridge.fleetMessage(
+      .state(GatewayID("hall")), payload: hall.statePayload(online: false), now: t0 + 1)
+    let answered = bridge.request(about: path.device, now: t0 + 1) {
+      $0.request(.get(path), payload: [], now: t0 + 1)
+    }
+    #expect(published(answered).contains { $0.hasSuffix("/result") }, "\(published(answered))")
+  }
+}
