@@ -201,6 +201,9 @@ public struct GATTBridge: Sendable {
     }
   }
 
+  /// Seconds a new owner waits before connecting a device it just gained.
+  public static let ownershipSettle = 1.0
+
   /// A new link, owned unless fleet ownership says otherwise.
   func makeLink(_ address: BluetoothAddress, now: Double) -> Link {
     var link = Link(address: address, now: now)
@@ -233,7 +236,10 @@ public struct GATTBridge: Sendable {
     guard var link = links[address], link.owned != owned else { return [] }
     link.owned = owned
     if owned {
-      link.retryAt = nil
+      // Not at once: two gateways claiming the same device within a broker round trip both
+      // own it until the later claim reaches the earlier one (milliseconds); a connection
+      // started in between would be a second link to the device.
+      link.retryAt = now + Self.ownershipSettle
       link.attempts = 0
       links[address] = link
       return [connectionOutput(link)] + schedule(now: now)

@@ -4,6 +4,7 @@ import Foundation
 public import Logging
 public import Mosquitto
 public import ServiceLifecycle
+import SimulatedRadio
 import Synchronization
 import UnixSignals
 public import Web
@@ -43,6 +44,8 @@ public final class GatewayService: Service, Sendable {
   private let peripheralCommands: AsyncStream<PeripheralCommand>.Continuation
   private static let peripheralCommandLimit = 16
   let centralRole: CentralRoleService?
+  /// The central port, for the simulated radio's figures in health.
+  private let centralPort: (any BLECentral)?
   let peripheralRole: PeripheralRoleService?
   /// Home Assistant discovery of the gateway's own device (the central role holds the
   /// devices'); `nil` when `homeassistant.enabled` is off.
@@ -69,6 +72,7 @@ public final class GatewayService: Service, Sendable {
     self.configuration = configuration
     self.logger = logger
     self.notifier = notifier
+    centralPort = central
     loopPeriod = min(notifier.watchdogInterval.map { $0 / 2 } ?? .seconds(5), .seconds(5))
     (peripheralCommandStream, peripheralCommands) = AsyncStream.makeStream(
       bufferingPolicy: .bufferingOldest(Self.peripheralCommandLimit))
@@ -672,6 +676,9 @@ public final class GatewayService: Service, Sendable {
       }
     }
     if let peripheralRole { report.sections["peripheral"] = .object(peripheralRole.healthJSON) }
+    if let simulated = centralPort as? SimulatedRadio {
+      report.sections["simulation"] = .object(simulated.statistics.json)
+    }
     report.reasons = unhealthyReasons(connected: stats.connected)
     return report
   }

@@ -30,6 +30,20 @@ public final class SimulatedRadio: GATTCentral, BLEPeripheral, Sendable {
     public var oversizedChunks: Int
     /// Events dropped because a subscriber was too slow.
     public var droppedEvents: Int
+    /// Connections the simulated devices accepted.
+    public var connections: Int
+    /// Writes the simulated devices carried out.
+    public var writes: Int
+
+    /// The figures for the gateway's health (`simulation`):
+    /// `{"advertisements":…,"notifications":…,"connections":…,"writes":…}`.
+    public var json: JSONObject {
+      [
+        "advertisements": .integer(Int64(advertisements)),
+        "notifications": .integer(Int64(notifications)),
+        "connections": .integer(Int64(connections)), "writes": .integer(Int64(writes)),
+      ]
+    }
   }
 
   private struct State {
@@ -78,7 +92,8 @@ public final class SimulatedRadio: GATTCentral, BLEPeripheral, Sendable {
       advertisements: counters.advertisements, notifications: counters.notifications,
       rotations: counters.rotations, textsReceivedByCentrals: counters.textsReceivedByCentrals,
       oversizedChunks: counters.oversizedChunks,
-      droppedEvents: centralHub.dropped + peripheralHub.dropped)
+      droppedEvents: centralHub.dropped + peripheralHub.dropped,
+      connections: counters.connections, writes: counters.writes)
   }
 
   /// Seconds since the radio was created.

@@ -103,6 +103,7 @@ extension SimulationEngine {
         detail: "le-connection-abort-by-local")
     }
     devices[index].connected = true
+    counters.connections += 1
     devices[index].generation += 1
     devices[index].notifying = []
     let generation = devices[index].generation
@@ -203,6 +204,7 @@ extension SimulationEngine {
         detail: "org.bluez.Error.InvalidValueLength")
     }
     devices[index].values[id.characteristic] = value
+    counters.writes += 1
     let status = SimulatedDevice.UUIDs.actuatorStatus
     guard devices[index].group.kind == .actuator, id.characteristic != status else { return [] }
     devices[index].values[status] = value

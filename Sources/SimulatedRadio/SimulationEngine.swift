@@ -68,6 +68,8 @@ struct SimulationEngine {
     var rotations = 0
     var textsReceivedByCentrals = 0
     var oversizedChunks = 0
+    var connections = 0
+    var writes = 0
   }
 
   /// Builds the world: devices with their first addresses, adapters in their initial state,
