@@ -194,6 +194,7 @@ def main():
     known = wait_for(settled, 90, 1)
     figures["settle_seconds"] = round(time.monotonic() - started, 1)
     figures["messages_while_settling"] = observer.count
+    settled_at = time.monotonic()
     if not run.check("every device has one owner that has it ready", known is not None,
                      f"{len(ids())} devices known"):
         finish(run, observer, figures)
@@ -334,6 +335,14 @@ def main():
                   str(health_sum("connections")))
     run.check("retained presence never went away, hand-overs included", not flaps(started),
               str(flaps(started)))
+    reasons = {}
+    for _, _topic, payload in observer.since(settled_at, "/owner"):
+        try:
+            reason = json.loads(payload).get("reason") if payload else "released"
+        except ValueError:
+            reason = "malformed"
+        reasons[reason] = reasons.get(reason, 0) + 1
+    figures["claims_after_settling_by_reason"] = reasons
     finish(run, observer, figures, started)
 
 
