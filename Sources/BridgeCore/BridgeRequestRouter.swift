@@ -3,8 +3,8 @@ public struct BridgeRequestRouter: Sendable {
   /// Verbs of TOPICS.md served by the BLE roles; a gateway without the role they need answers
   /// them with `not_supported` rather than silence.
   public static let bluetoothVerbs: Set<String> = [
-    "scan", "devices", "device/connect", "device/disconnect", "device/remove", "peripheral/start",
-    "peripheral/stop",
+    "scan", "devices", "device/connect", "device/disconnect", "device/remove", "device/rssi",
+    "peripheral/start", "peripheral/stop",
   ]
 
   /// Verbs every gateway of a fleet answers on `<base>/bridge/request/<verb>` (each on its own
@@ -23,6 +23,8 @@ public struct BridgeRequestRouter: Sendable {
     /// transaction (the answer waits for BlueZ, so the gateway carries it out in a task it
     /// owns).
     case peripheral(start: Bool, transaction: JSONValue?)
+    /// Read a connected device's link quality (`device/rssi`) and answer when the radio has.
+    case linkQuality(JSONObject, transaction: JSONValue?)
   }
 
   /// Routes one request: every verb of TOPICS.md is decided here.
@@ -41,13 +43,15 @@ public struct BridgeRequestRouter: Sendable {
   ///   - devices: the devices list (the payload of `<base>/bridge/<gw>/devices`) for `devices`;
   ///     `nil` answers it with `not_supported`.
   ///   - peripheral: whether the gateway runs a peripheral role (`peripheral/start|stop`).
+  ///   - linkQuality: whether the gateway reads connected devices' link quality
+  ///     (`device/rssi`).
   /// - Returns: what to do; never fails, bad input gets an error response.
   public func route(
     verb: String, payload: [UInt8], health: () -> HealthReport,
     scan: ((ScanCommand) -> BridgeResponse)? = nil,
     device: ((Bool, JSONObject) -> BridgeResponse)? = nil,
     remove: ((JSONObject) -> BridgeResponse)? = nil, devices: (() -> JSONValue)? = nil,
-    peripheral: Bool = false
+    peripheral: Bool = false, linkQuality: Bool = false
   ) -> Route {
     let request: BridgeRequest
     do {
@@ -87,6 +91,9 @@ public struct BridgeRequestRouter: Sendable {
     case "peripheral/start", "peripheral/stop":
       guard peripheral else { return answer(notSupported(verb)) }
       return .peripheral(start: verb == "peripheral/start", transaction: request.transaction)
+    case "device/rssi":
+      guard linkQuality else { return answer(notSupported(verb)) }
+      return .linkQuality(request.body, transaction: request.transaction)
     default:
       let known = (["health_check"] + Self.bluetoothVerbs.sorted()).joined(separator: ", ")
       // The verb is the requester's: quote at most 64 characters of it.
@@ -120,7 +127,8 @@ public struct BridgeRequestRouter: Sendable {
       devices: devices)
     {
     case .answer(let response): return response
-    case .peripheral(_, let transaction): return notSupported(verb, transaction: transaction)
+    case .peripheral(_, let transaction), .linkQuality(_, let transaction):
+      return notSupported(verb, transaction: transaction)
     }
   }
 

@@ -168,6 +168,16 @@ extension CentralBridge {
     }
   }
 
+  /// A `<base>/bridge/<gw>/event` publication.
+  ///
+  /// - Parameters:
+  ///   - type: The event's type.
+  ///   - data: Its data.
+  /// - Returns: The output.
+  public func eventOutput(_ type: String, _ data: JSONObject) -> Output {
+    .discovery(event(type, data))
+  }
+
   private func eventData(_ address: BluetoothAddress) -> JSONObject {
     [
       "device": .string(DeviceID(address: address).rawValue),

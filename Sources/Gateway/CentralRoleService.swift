@@ -20,11 +20,16 @@ public import Web
 /// overlap, and a slow `StartDiscovery` or device never holds back a publication.
 public final class CentralRoleService: Sendable {
   private let central: any BLECentral
-  private let gattCentral: (any GATTCentral)?
-  private let driver: BridgeDriver<CentralBridge>
-  private let logger: Logger
+  let gattCentral: (any GATTCentral)?
+  let driver: BridgeDriver<CentralBridge>
+  let logger: Logger
   /// Where GATT operations are counted and timed (`/metrics`), if anywhere.
   private let metrics: GatewayMetrics?
+  /// Where connected devices' RSSI is read from, and how often (seconds); `nil` for none.
+  let linkQuality: (reader: any LinkQualityReader, interval: Double, adapter: String?)?
+  /// Set once reading link quality turned out impossible (no capability, no interface): said
+  /// once, not tried again.
+  let linkQualityRefused = Mutex<CentralError?>(nil)
   /// Discovery starts to try again (adapter → filter, when, attempts so far): bluetoothd answers
   /// `InProgress` for a while after it (re)starts, and a refused start must not stop scanning
   /// for good. Times are the driver's monotonic clock.
@@ -47,14 +52,19 @@ public final class CentralRoleService: Sendable {
   ///   - clock: The clock the bridge runs on.
   ///   - metrics: Where GATT operations are counted and timed, if anywhere.
   ///   - ownership: Fleet ownership, or `nil` for a gateway that owns every device it hears.
+  ///   - linkQuality: Where connected devices' RSSI is read, every `interval` seconds, on
+  ///     `adapter` (or each known adapter in turn); `nil` for none.
   ///   - logger: Where failures are logged.
   public init(
     central: any BLECentral, discovery: DiscoveryBridge, gatt: GATTBridge, client: MQTTClient,
     qos: MQTTQoS, clock: BridgeClock = .system, metrics: GatewayMetrics? = nil,
-    ownership: OwnershipArbiter? = nil, logger: Logger
+    ownership: OwnershipArbiter? = nil,
+    linkQuality: (reader: any LinkQualityReader, interval: Double, adapter: String?)? = nil,
+    logger: Logger
   ) {
     self.central = central
     self.metrics = metrics
+    self.linkQuality = linkQuality
     gattCentral = central as? any GATTCentral
     self.logger = logger
     let bridge = CentralBridge(
@@ -72,6 +82,9 @@ public final class CentralRoleService: Sendable {
       group.addTask { await self.consumeEvents() }
       group.addTask {
         await self.driver.runTicks(every: .seconds(1)) { self.startDueRetries() }
+      }
+      if self.linkQuality != nil, self.gattCentral != nil {
+        group.addTask { await self.readLinkQualities() }
       }
       await group.next()
       group.cancelAll()

@@ -19,7 +19,8 @@ public enum GatewayRunner {
     let radio = try makeRadio(configuration, logger: logger, metrics: web?.metrics)
     let service = try GatewayService(
       configuration: configuration, logger: logger, central: radio.central,
-      peripheral: radio.peripheral, liveness: radio.liveness, web: web)
+      peripheral: radio.peripheral, liveness: radio.liveness, web: web,
+      linkQuality: radio.linkQuality)
     // The radio first in the list, so it stops last: the gateway publishes `offline` and
     // withdraws its service before the Bluetooth side goes away.
     var services = radio.services
@@ -105,6 +106,8 @@ public enum GatewayRunner {
     /// Checks that the radio's own threads answer (the systemd watchdog's and health's; none by
     /// default).
     public var liveness: [LivenessCheck] = []
+    /// Where connected devices' RSSI is read from, if anywhere.
+    public var linkQuality: (any LinkQualityReader)?
   }
 
   /// Builds the radio `bluetooth.radio` asks for.
@@ -127,7 +130,7 @@ public enum GatewayRunner {
       )
       return Radio(
         central: radio, peripheral: radio,
-        services: [.init(service: RadioService { await radio.run() })])
+        services: [.init(service: RadioService { await radio.run() })], linkQuality: radio)
     }
     guard usesBlueZ(configuration, logger: logger) else {
       return Radio(central: nil, peripheral: nil, services: [])
@@ -159,7 +162,7 @@ public enum GatewayRunner {
       ],
       liveness: [
         LivenessCheck(name: "the D-Bus system bus") { await session.ping(timeout: .seconds(5)) }
-      ])
+      ], linkQuality: ManagementLinkQuality())
   }
 
   /// The simulated world in `path` (YAML), or the built-in one.

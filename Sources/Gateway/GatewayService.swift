@@ -62,12 +62,15 @@ public final class GatewayService: Service, Sendable {
   ///   - notifier: The service manager's notification socket (from the environment).
   ///   - web: The web page's view of the gateway (every publication goes to it) and its
   ///     metrics, when `web.enabled`.
+  ///   - linkQuality: Where connected devices' RSSI is read (`bluetooth.connect.rssi`), if
+  ///     anywhere.
   /// - Throws: ``GatewayError`` when the base topic or the MQTT settings are unusable.
   public init(
     configuration: GatewayConfiguration, logger: Logger, central: (any BLECentral)? = nil,
     peripheral: (any BLEPeripheral)? = nil, liveness: [LivenessCheck] = [],
     notifier: SystemdNotifier = SystemdNotifier(),
-    web: (hub: WebHub, metrics: GatewayMetrics)? = nil
+    web: (hub: WebHub, metrics: GatewayMetrics)? = nil,
+    linkQuality: (any LinkQualityReader)? = nil
   ) throws(GatewayError) {
     self.configuration = configuration
     self.logger = logger
@@ -122,6 +125,13 @@ public final class GatewayService: Service, Sendable {
           ? OwnershipArbiter(
             topics: topics, instance: instance.id,
             configuration: configuration.ownershipConfiguration) : nil,
+        linkQuality: configuration.bluetooth.connect.rssi
+          ? linkQuality.map {
+            (
+              $0, configuration.bluetooth.connect.rssiInterval,
+              configuration.bluetooth.adapter
+            )
+          } : nil,
         logger: logger)
     } else {
       centralRole = nil
@@ -214,6 +224,8 @@ public final class GatewayService: Service, Sendable {
       }
       if let peripheralRole = self.peripheralRole {
         group.addTask { await peripheralRole.run() }
+        group.addTask { await self.servePeripheralCommands() }
+      } else if self.centralRole?.servesConnections == true {
         group.addTask { await self.servePeripheralCommands() }
       }
       duplicate = await untilStopped()
@@ -483,34 +495,44 @@ public final class GatewayService: Service, Sendable {
     let devices = centralRole.map { service in { service.devicesJSON } }
     let route = router.route(
       verb: verb, payload: message.payload, health: { self.health() }, scan: scan,
-      device: device, remove: remove, devices: devices, peripheral: peripheralRole != nil)
+      device: device, remove: remove, devices: devices, peripheral: peripheralRole != nil,
+      linkQuality: centralRole?.servesConnections == true)
+    let queued: PeripheralCommand
     switch route {
     case .answer(let response):
       answer(verb: verb, response, to: message, fleet: fleet)
+      return
     case .peripheral(let start, let transaction):
-      let queued = PeripheralCommand(
-        start: start, verb: verb, transaction: transaction, message: message)
-      if case .dropped = peripheralCommands.yield(queued) {
-        answer(
-          verb: verb,
-          .failure(
-            code: "busy", message: "\(Self.peripheralCommandLimit) peripheral requests are waiting",
-            transaction: transaction), to: message)
-      }
+      queued = PeripheralCommand(
+        action: .peripheral(start: start), verb: verb, transaction: transaction, message: message)
+    case .linkQuality(let body, let transaction):
+      queued = PeripheralCommand(
+        action: .linkQuality(body), verb: verb, transaction: transaction, message: message)
+    }
+    if case .dropped = peripheralCommands.yield(queued) {
+      answer(
+        verb: verb,
+        .failure(
+          code: "busy", message: "\(Self.peripheralCommandLimit) radio requests are waiting",
+          transaction: queued.transaction), to: message)
     }
   }
 
-  /// Carries out `peripheral/start` and `peripheral/stop` one at a time, in order, and answers
-  /// each when BlueZ has.
+  /// Carries out `peripheral/start`, `peripheral/stop` and `device/rssi` one at a time, in
+  /// order, and answers each when the radio has.
   private func servePeripheralCommands() async {
-    guard let peripheralRole else { return }
     for await command in peripheralCommandStream {
       var response: BridgeResponse
-      if command.start {
-        response = await peripheralRole.start()
-      } else {
-        await peripheralRole.stop()
+      switch command.action {
+      case .peripheral(start: true):
+        response = await peripheralRole?.start() ?? .success(transaction: nil)
+      case .peripheral(start: false):
+        await peripheralRole?.stop()
         response = .success(transaction: nil)
+      case .linkQuality(let body):
+        response =
+          await centralRole?.readLinkQuality(body)
+          ?? .failure(code: "not_supported", message: "no central role", transaction: nil)
       }
       response.transaction = command.transaction
       answer(verb: command.verb, response, to: command.message)
@@ -737,7 +759,11 @@ public struct GatewayError: Error, CustomStringConvertible, Sendable {
 
 /// A `peripheral/start` or `peripheral/stop` request waiting to be carried out.
 private struct PeripheralCommand: Sendable {
-  var start: Bool
+  enum Action: Sendable {
+    case peripheral(start: Bool)
+    case linkQuality(JSONObject)
+  }
+  var action: Action
   var verb: String
   var transaction: JSONValue?
   var message: MQTTMessage

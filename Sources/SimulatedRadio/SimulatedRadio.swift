@@ -199,3 +199,12 @@ public final class SimulatedRadio: GATTCentral, BLEPeripheral, Sendable {
     }
   }
 }
+
+extension SimulatedRadio: LinkQualityReader {
+  /// A connected simulated device's link: its RSSI as last advertised or reported.
+  public func linkQuality(
+    of address: BluetoothAddress, type: Advertisement.AddressType, adapter: String
+  ) async throws(CentralError) -> LinkQuality {
+    try state.withLock { state throws(CentralError) in try state.engine.linkQuality(of: address) }
+  }
+}

@@ -247,3 +247,13 @@ extension SimulationEngine {
     return [.central(.notifyingChanged(id, enabled))]
   }
 }
+
+extension SimulationEngine {
+  /// A connected device's link quality: its current RSSI, the controller's +4 dBm.
+  func linkQuality(of address: BluetoothAddress) throws(CentralError) -> LinkQuality {
+    guard let index = byAddress[address], devices[index].connected else {
+      throw CentralError(.notConnected, message: "\(address) is not connected")
+    }
+    return LinkQuality(rssi: devices[index].rssi, txPower: 4, maxTxPower: 4)
+  }
+}

@@ -94,7 +94,7 @@ struct ConfigurationDefaultsTests {
 
   @Test func knownKeysListEveryKeyWithItsType() {
     let keys = ConfigurationLoader.knownKeys
-    #expect(keys.count == 87)
+    #expect(keys.count == 89)
     #expect(keys["fleet.ownership.enabled"] == .boolean)
     #expect(keys["web.listen"] == .listenAddress)
     #expect(keys["homeassistant.controls"] == .list(.controlRule))

@@ -263,7 +263,8 @@ enum ConfigurationFixture {
       filterDeny: ["AA:BB:CC:DD:EE:FF"],
       connect: .init(
         addresses: ["A4:C1:38:1E:29:DF"], names: ["Polar*", "HR ?"], uuids: ["180d"],
-        maxConnections: 3, timeout: 12, retryMinDelay: 1, retryMaxDelay: 60),
+        maxConnections: 3, timeout: 12, retryMinDelay: 1, retryMaxDelay: 60, rssi: false,
+        rssiInterval: 30),
       gatt: .init(
         timeout: 8, format: .base64, formats: ["*/180f/2a19=decoded", "A4C1381E29DF=utf8"],
         notify: ["*/180d/2a37"], notifyMethod: .start,
@@ -313,7 +314,8 @@ enum ConfigurationFixture {
     "bluetooth.connect.addresses": "A4:C1:38:1E:29:DF", "bluetooth.connect.names": "Polar*,HR ?",
     "bluetooth.connect.uuids": "180d", "bluetooth.connect.max_connections": "3",
     "bluetooth.connect.timeout": "12", "bluetooth.connect.retry_min_delay": "1",
-    "bluetooth.connect.retry_max_delay": "60", "bluetooth.gatt.timeout": "8",
+    "bluetooth.connect.retry_max_delay": "60", "bluetooth.connect.rssi": "false",
+    "bluetooth.connect.rssi_interval": "30", "bluetooth.gatt.timeout": "8",
     "bluetooth.gatt.format": "base64",
     "bluetooth.gatt.formats": "*/180f/2a19=decoded,A4C1381E29DF=utf8",
     "bluetooth.gatt.notify": "*/180d/2a37", "bluetooth.gatt.writable": "A4C1381E29DF/fff0/fff1",

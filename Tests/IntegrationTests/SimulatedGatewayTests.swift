@@ -327,6 +327,48 @@ struct SimulatedGatewayTests {
     await run.finish()
   }
 
+  @Test("C11: device/rssi reads a connected device's link; errors for the others")
+  func linkQualityRequest() async throws {
+    let run = try await SimulatedRun(
+      world: """
+        advertising_interval: 0.2
+        devices:
+          - kind: battery
+            name: sim-linked
+            rssi: -61
+          - kind: beacon
+            name: sim-beacon
+        """,
+      ["--bluetooth.connect.names", "sim-linked"])
+    let linked = try #require(await run.device(named: "sim-linked"))
+    let beacon = try #require(await run.device(named: "sim-beacon"))
+    #expect(await eventually { run.connectionStates(linked).last == "ready" })
+    let response = "\(run.base)/response/device/rssi"
+    try await run.publish(
+      "\(run.base)/request/device/rssi", #"{"device":"\#(linked)","transaction":1}"#)
+    #expect(await eventually { !run.json(response).isEmpty })
+    let answer = try #require(run.json(response).last)
+    #expect(answer["status"] == "ok")
+    #expect(answer["transaction"] == 1)
+    let data = try #require(answer["data"])
+    #expect(data["device"] == .string(linked))
+    let rssi = try #require(data["rssi"]?.integerValue)
+    #expect((-67 ... -55).contains(rssi), "\(rssi)")
+    #expect(data["tx_power"] == 4)
+    // Not connected, unknown, malformed: clear errors.
+    for (body, code) in [
+      (#"{"device":"\#(beacon)"}"#, "not_connected"), (#"{"device":"kitchen"}"#, "unknown_device"),
+      (#"{"device":1}"#, "invalid_payload"), (#"{"device":"\#(linked)","x":1}"#, "invalid_payload"),
+    ] {
+      let before = run.json(response).count
+      try await run.publish("\(run.base)/request/device/rssi", body)
+      #expect(await eventually { run.json(response).count > before })
+      #expect(run.json(response).last?["error"] == .string(code), "\(body)")
+    }
+    #expect(run.gateway.child.isRunning)
+    await run.finish()
+  }
+
   @Test("C9 C10: transfer texts reassembled; a dropped link is reconnected and re-armed")
   func transferAndReconnect() async throws {
     let text = "Grüße ✓ 東京 🚀 — a text of several chunks, multi-byte characters straddling them."

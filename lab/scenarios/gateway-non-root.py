@@ -1,4 +1,4 @@
-"""The gateway as the unprivileged user gatt2mqtt (as the Debian package makes it: its own group and `bluetooth`) on the system bus, with a BlueZ policy that grants other users nothing (Debian's bluetooth.conf without its `bluetooth` group and default-context holes, as distributions with a strict policy ship it): without gatt2mqtt's D-Bus policy, a clear AccessDenied in the log, a `bluetooth_refused` event and an unhealthy health_check naming it, no crash; with deploy/dbus/gatt2mqtt.conf installed and the bus reloaded, it recovers by itself: central read and notify on a sensor, the peripheral role's text served to a central, healthy."""
+"""The gateway as the unprivileged user gatt2mqtt (as the Debian package makes it: its own group and `bluetooth`) on the system bus, with a BlueZ policy that grants other users nothing (Debian's bluetooth.conf without its `bluetooth` group and default-context holes, as distributions with a strict policy ship it): without gatt2mqtt's D-Bus policy, a clear AccessDenied in the log, a `bluetooth_refused` event and an unhealthy health_check naming it, no crash; with deploy/dbus/gatt2mqtt.conf installed and the bus reloaded, it recovers by itself: central read and notify on a sensor, the peripheral role's text served to a central, healthy; without CAP_NET_ADMIN the connected sensor's RSSI cannot be read from the link: said once (a connection_rssi_unavailable event, device/rssi answering not_permitted), the sensor stays present."""
 
 import json
 import re
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from labkit import uuids
 
-ROWS = "C1 C4 C6 C7 P1 P4"
+ROWS = "C1 C4 C6 C7 C11 P1 P4"
 TIMEOUT = 600
 
 REPO = Path(__file__).resolve().parents[2]
@@ -112,6 +112,7 @@ bluetooth:
   connect:
     addresses: ["{sensor.address}"]
     retry_min_delay: 1
+    rssi_interval: 2
   gatt:
     formats: ["*/180f/2a19=decoded"]
 peripheral:
@@ -147,6 +148,18 @@ peripheral:
     await mqtt.expect(f"gatt2mqtt/{dev}/connection", where=lambda m: m.json().get("state") == "ready",
                       timeout=180)
 
+    # C11 without CAP_NET_ADMIN: the link's RSSI cannot be read; said once, and why.
+    refusal = await mqtt.expect("gatt2mqtt/bridge/lab/event",
+                                where=lambda m: m.json().get("type") == "connection_rssi_unavailable",
+                                timeout=60)
+    lab.check(refusal.json()["data"].get("error") == "not_permitted"
+              and "CAP_NET_ADMIN" in refusal.json()["data"].get("message", ""),
+              f"link RSSI refusal: {refusal.text}")
+    mark = mqtt.mark()
+    mqtt.publish("gatt2mqtt/bridge/lab/request/device/rssi", json.dumps({"device": dev}))
+    answer = await mqtt.expect("gatt2mqtt/bridge/lab/response/device/rssi", after=mark, timeout=30)
+    lab.check(answer.json().get("error") == "not_permitted", f"device/rssi: {answer.text}")
+
     # C6: a read.
     battery = f"gatt2mqtt/{dev}/gatt/{uuids.BATTERY_SERVICE.lower()}/{uuids.BATTERY_LEVEL.lower()}"
     mark = mqtt.mark()
@@ -170,6 +183,13 @@ peripheral:
     central = await lab.peer("central", mtu=23, name="central-non-root")
     ev = await central.wait("text", timeout=180)
     lab.check(bytes.fromhex(ev["hex"]) == TEXT.encode(), f"text differs: {ev['text'][:60]!r}")
+
+    refusals = [m for m in mqtt.received("gatt2mqtt/bridge/lab/event")
+                if m.json().get("type") == "connection_rssi_unavailable"]
+    lab.check(len(refusals) == 1, f"{len(refusals)} connection_rssi_unavailable events, not one")
+    presence = mqtt.received(f"gatt2mqtt/{dev}/presence")
+    lab.check(presence and presence[-1].json().get("state") == "present",
+              f"the connected sensor is not present: {presence[-1].text if presence else None}")
 
     # Healthy now, as that user (the reasons cleared with the refusal).
     health = await health_check(mqtt, "allowed")

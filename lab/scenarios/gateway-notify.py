@@ -1,9 +1,11 @@
-"""The gateway forwards notifications: a retained /notify on subscribes (ok result), 1000 heart-rate notifications at 50/s are all published in order on the value topic, /notify off unsubscribes."""
+"""The gateway forwards notifications: a retained /notify on subscribes (ok result), 1000 heart-rate notifications at 50/s are all published in order on the value topic, /notify off unsubscribes; the connected sensor's RSSI read from the link through the kernel's management socket (device/rssi, as root)."""
+
+import json
 
 from labkit import uuids
 from procs import LabError
 
-ROWS = "C7"
+ROWS = "C7 C11"
 TIMEOUT = 360
 
 HR_COUNT = 1000
@@ -28,6 +30,21 @@ bluetooth:
 """)
     await mqtt.expect(f"gatt2mqtt/{dev}/connection", where=lambda m: m.json().get("state") == "ready",
                       timeout=180)
+    # C11: the connected sensor's link read through the kernel's management socket (root has
+    # CAP_NET_ADMIN): an answer with an RSSI, and no "unavailable" event.
+    mark = mqtt.mark()
+    mqtt.publish("gatt2mqtt/bridge/lab/request/device/rssi",
+                 json.dumps({"device": sensor.address, "transaction": "rssi"}))
+    answer = await mqtt.expect("gatt2mqtt/bridge/lab/response/device/rssi", after=mark, timeout=30)
+    data = answer.json().get("data", {})
+    lab.check(answer.json().get("status") == "ok" and isinstance(data.get("rssi"), int)
+              and -127 <= data["rssi"] <= 20 and data.get("device") == dev,
+              f"device/rssi: {answer.text}")
+    lab.log(f"link quality through the management socket: {answer.text}")
+    refused = [m for m in mqtt.received("gatt2mqtt/bridge/lab/event")
+               if m.json().get("type") == "connection_rssi_unavailable"]
+    lab.check(not refused, f"link RSSI refused as root: {[m.text for m in refused]}")
+
     # (bluetoothd's battery plugin subscribes to the battery level by itself: heart rate only)
     early = [e for e in sensor.events("subscribed") if e["char"] == "hr"]
     lab.check(not early, f"heart rate subscribed before any request: {early}")

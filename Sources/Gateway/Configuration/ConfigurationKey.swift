@@ -108,6 +108,8 @@ struct ConfigurationKey: Sendable {
     .number("bluetooth.connect.retry_min_delay", \.bluetooth.connect.retryMinDelay, atMost: 3600),
     .number(
       "bluetooth.connect.retry_max_delay", \.bluetooth.connect.retryMaxDelay, atMost: 86_400),
+    .bool("bluetooth.connect.rssi", \.bluetooth.connect.rssi),
+    .number("bluetooth.connect.rssi_interval", \.bluetooth.connect.rssiInterval, atMost: 86_400),
     .number("bluetooth.gatt.timeout", \.bluetooth.gatt.timeout, atMost: 600),
     .choice("bluetooth.gatt.format", \.bluetooth.gatt.format),
     .list("bluetooth.gatt.formats", \.bluetooth.gatt.formats, of: .formatRule),

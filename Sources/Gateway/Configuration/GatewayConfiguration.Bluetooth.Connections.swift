@@ -21,13 +21,21 @@ extension GatewayConfiguration.Bluetooth {
     /// The longest delay between retries, in seconds (`bluetooth.connect.retry_max_delay`).
     /// Default 120.
     public var retryMaxDelay: Double
+    /// Whether connected devices' RSSI is read from the link (the kernel's management
+    /// interface, which needs `CAP_NET_ADMIN`; `bluetooth.connect.rssi`). Default `true`.
+    public var rssi: Bool
+    /// Seconds between two readings of each connected device's RSSI
+    /// (`bluetooth.connect.rssi_interval`). Default 10.
+    public var rssiInterval: Double
 
     /// Creates connection settings with the documented defaults.
     public init(
       addresses: [String] = [], names: [String] = [], uuids: [String] = [],
       maxConnections: Int = 5, timeout: Double = 20, retryMinDelay: Double = 2,
-      retryMaxDelay: Double = 120
+      retryMaxDelay: Double = 120, rssi: Bool = true, rssiInterval: Double = 10
     ) {
+      self.rssi = rssi
+      self.rssiInterval = rssiInterval
       self.addresses = addresses
       self.names = names
       self.uuids = uuids
