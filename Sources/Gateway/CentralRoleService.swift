@@ -84,12 +84,23 @@ public final class CentralRoleService: Sendable {
         await self.driver.runTicks(every: .seconds(1)) { self.startDueRetries() }
       }
       if self.linkQuality != nil, self.gattCentral != nil {
-        group.addTask { await self.readLinkQualities() }
+        group.addTask {
+          await self.readLinkQualities()
+          // Reading may stop for good (refused); the role must not: the first task to end
+          // ends them all.
+          await Self.untilCancelled()
+        }
       }
       await group.next()
       group.cancelAll()
     }
     driver.finish()
+  }
+
+  /// Returns when the task is cancelled.
+  private static func untilCancelled() async {
+    let (never, _) = AsyncStream.makeStream(of: Void.self)
+    for await _ in never {}
   }
 
   /// Answers a `scan` bridge request (start/stop/filter).

@@ -41,6 +41,11 @@ struct ManagementPacketTests {
     // Command Status: permission denied (a socket without CAP_NET_ADMIN).
     let status: [UInt8] = [0x02, 0x00, 0x01, 0x00, 0x03, 0x00, 0x31, 0x00, 0x14]
     #expect(ManagementPacket.reply(status, index: 1) == .failed(status: 0x14))
+    // As the lab's kernel sent it for hci0 (btmon: Command Status, plen 3, Permission Denied).
+    let lab: [UInt8] = [0x02, 0x00, 0x00, 0x00, 0x03, 0x00, 0x31, 0x00, 0x14]
+    #expect(ManagementPacket.reply(lab, index: 0) == .failed(status: 0x14))
+    #expect(
+      ManagementPacket.error(status: 0x14, adapter: "hci0", address: address).code == .notPermitted)
     #expect(
       ManagementPacket.reply(complete(status: 0x02, rssi: 0, tx: 0, max: 0), index: 1)
         == .failed(status: 0x02))

@@ -113,6 +113,18 @@ struct CentralRoleLinkQualityTests {
     let response = await service.readLinkQuality(["device": "A4C1381E29DF"])
     #expect(response.errorCode == "not_permitted")
     #expect(reader.reads.withLock { $0 } == 1)
+    // The role itself carries on: a read request is still answered (seen in the lab: the
+    // reading task ending took the whole role down with it).
+    let path = CharacteristicPath(
+      device: DeviceID(address: Self.address), service: BluetoothUUID(uuid16: 0x180F),
+      characteristic: BluetoothUUID(uuid16: 0x2A19))
+    service.request(
+      .get(path),
+      message: MQTTMessage(topic: "gatt2mqtt/A4C1381E29DF/gatt/180f/2a19/get", payload: []))
+    #expect(
+      await eventually(timeout: 10) {
+        collector.messages.contains { $0.topic == "gatt2mqtt/A4C1381E29DF/gatt/180f/2a19/result" }
+      })
     await client.shutdown(finalMessages: [], timeout: 1)
   }
 }

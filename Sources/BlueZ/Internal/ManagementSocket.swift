@@ -49,8 +49,11 @@ enum ManagementSocket {
       raw.withMemoryRebound(to: sockaddr.self) { bind(fd, $0.baseAddress, socklen_t(raw.count)) }
     }
     guard bound == 0 else { throw failure("bind", errno) }
+    // The kernel answers every command with a Command Status or Complete event; for a command
+    // it refuses outright (an unprivileged socket) `write` returns 0, not the length (seen in
+    // the lab): only a negative count is a failure.
     let written = command.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-    guard written == command.count else { throw failure("write", errno) }
+    guard written >= 0 else { throw failure("write", errno) }
     var buffer = [UInt8](repeating: 0, count: 1024)
     var remaining = Int32(max(1, timeout * 1000))
     while remaining > 0 {
