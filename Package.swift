@@ -126,7 +126,7 @@ let package = Package(
       dependencies: ["Web", "BridgeCore", .product(name: "Hummingbird", package: "hummingbird")],
       swiftSettings: strict),
     .testTarget(
-      name: "IntegrationTests", dependencies: ["gatt2mqtt", "Mosquitto", "TestSupport"],
+      name: "IntegrationTests", dependencies: ["gatt2mqtt", "Mosquitto", "SimulatedRadio", "TestSupport"],
       swiftSettings: strict),
     // Helpers for D-Bus tests: child processes and a private dbus-daemon.
     .target(

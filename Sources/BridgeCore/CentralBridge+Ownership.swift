@@ -161,11 +161,29 @@ extension CentralBridge {
       default: return true
       }
       guard
-        let address = topics.deviceAddress(of: topic)
+        let address = topics.deviceAddress(of: topic) ?? namedAddress(of: topic)
           ?? discovery.homeAssistant?.deviceAddress(ofConfig: topic)
       else { return true }
       return ownership.owns(address) || address == answering
     }
+  }
+
+  /// The device a topic names by its friendly name: `<base>/<name>/…`, the name one level or
+  /// several (only with fleet ownership, which filters on it).
+  ///
+  /// - Parameter topic: A topic this gateway publishes.
+  /// - Returns: The device's address, `nil` when the topic names no named device.
+  public func namedAddress(of topic: TopicName) -> BluetoothAddress? {
+    guard !addressesByName.isEmpty else { return nil }
+    let prefix = discovery.topics.base + "/"
+    guard topic.rawValue.hasPrefix(prefix) else { return nil }
+    let rest = topic.rawValue.dropFirst(prefix.count)
+    var end = rest.startIndex
+    while let slash = rest[end...].firstIndex(of: "/") {
+      if let address = addressesByName[String(rest[..<slash])] { return address }
+      end = rest.index(after: slash)
+    }
+    return nil
   }
 
   /// A `<base>/bridge/<gw>/event` publication.

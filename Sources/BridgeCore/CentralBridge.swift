@@ -47,6 +47,8 @@ public struct CentralBridge: Sendable {
   var linkDecisions: [OwnershipArbiter.Output] = []
   /// The device a request is being answered for by this gateway without owning it.
   var answering: BluetoothAddress?
+  /// The devices with friendly names, by name (for the owner filter).
+  var addressesByName: [String: BluetoothAddress] = [:]
 
   /// Makes a bridge from its two halves.
   ///
@@ -66,6 +68,9 @@ public struct CentralBridge: Sendable {
     if ownership != nil {
       self.gatt?.requireOwnership()
       self.discovery.owners = [:]
+      for (address, name) in discovery.registry.naming.friendlyNames {
+        addressesByName[name.rawValue] = address
+      }
     }
   }
 

@@ -26,9 +26,9 @@ extension GATTBridge {
     var closing = false
     var reassembler: TransferReassembler?
 
-    init(address: BluetoothAddress, now: Double) {
+    init(address: BluetoothAddress, id: DeviceID? = nil, now: Double) {
       self.address = address
-      id = DeviceID(address: address)
+      self.id = id ?? DeviceID(address: address)
       since = now
     }
 

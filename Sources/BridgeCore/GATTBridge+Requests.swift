@@ -83,7 +83,7 @@ extension GATTBridge {
           message: "\"device\" (a device id or an address) is required", transaction: nil)
       )
     }
-    guard let address = try? BluetoothAddress(text) else {
+    guard let address = address(named: text) else {
       return (
         [],
         .failure(
@@ -91,29 +91,33 @@ extension GATTBridge {
           transaction: nil)
       )
     }
-    switch setConnection(DeviceID(address: address), connect ? .connected : .disconnected, now: now)
-    {
+    let id = configuration.names[address] ?? DeviceID(address: address)
+    switch setConnection(id, connect ? .connected : .disconnected, now: now) {
     case .success(let outputs):
       let state = links[address]?.state ?? .disconnected
       return (
         outputs,
         .success(
-          [
-            "device": .string(DeviceID(address: address).rawValue),
-            "state": .string(state.rawValue),
-          ],
-          transaction: nil)
+          ["device": .string(id.rawValue), "state": .string(state.rawValue)], transaction: nil)
       )
     case .failure(let response):
       return ([], response)
     }
   }
 
+  /// The device a request's `"device"` names: an address in any spelling, an address id, or a
+  /// friendly name.
+  func address(named text: String) -> BluetoothAddress? {
+    if let address = try? BluetoothAddress(text) { return address }
+    if let address = linkByID.first(where: { $0.key.rawValue == text })?.value { return address }
+    return configuration.names.first { $0.value.rawValue == text }?.key
+  }
+
   /// Records a connection request and acts on it.
   mutating func setConnection(
     _ device: DeviceID, _ state: ConnectionRequest.State, now: Double
   ) -> Result<[GATTOutput], BridgeResponse> {
-    guard let address = linkByID[device] ?? (try? BluetoothAddress(device.rawValue)) else {
+    guard let address = linkByID[device] ?? address(named: device.rawValue) else {
       return .failure(
         .failure(
           code: "unknown_device", message: "'\(device)' is not a known device", transaction: nil))
@@ -196,7 +200,8 @@ extension GATTBridge {
     if !configuration.writable.isEmpty,
       !configuration.writable.contains(where: {
         $0.matches(
-          device: DeviceID(address: id.address), address: id.address, service: path.service,
+          device: links[id.address]?.id ?? DeviceID(address: id.address), address: id.address,
+          service: path.service,
           characteristic: path.characteristic)
           || $0.matches(
             device: path.device, service: path.service, characteristic: path.characteristic)
@@ -254,8 +259,8 @@ extension GATTBridge {
     // Kept under the device's canonical id when the topic names it by an address spelled
     // otherwise (lower case, colons), so that it applies to the device, not to a spelling.
     var wanted = path
-    if linkByID[path.device] == nil, let address = try? BluetoothAddress(path.device.rawValue) {
-      wanted.device = DeviceID(address: address)
+    if linkByID[path.device] == nil, let address = address(named: path.device.rawValue) {
+      wanted.device = configuration.names[address] ?? DeviceID(address: address)
     }
     notifyWanted[wanted] = enabled
     guard let address = linkByID[wanted.device], let link = links[address], link.state == .ready
@@ -303,7 +308,7 @@ extension GATTBridge {
   func target(_ path: CharacteristicPath) -> Result<
     (GATTCharacteristicID, GATTTree.Characteristic), Failure
   > {
-    let address = linkByID[path.device] ?? (try? BluetoothAddress(path.device.rawValue))
+    let address = linkByID[path.device] ?? address(named: path.device.rawValue)
     guard let address, knows(address) else {
       return .failure(Failure("unknown_device", "'\(path.device)' is not a known device"))
     }

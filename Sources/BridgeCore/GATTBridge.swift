@@ -70,6 +70,8 @@ public struct GATTBridge: Sendable {
     public var transferMaxBytes: Int
     /// Whether values are published retained (`mqtt.retain_values`).
     public var retainValues: Bool
+    /// Friendly names by address (`bluetooth.names`), used as `<dev>` in the device's topics.
+    public var names: [BluetoothAddress: DeviceID] = [:]
 
     /// Makes a configuration.
     ///
@@ -206,7 +208,7 @@ public struct GATTBridge: Sendable {
 
   /// A new link, owned unless fleet ownership says otherwise.
   func makeLink(_ address: BluetoothAddress, now: Double) -> Link {
-    var link = Link(address: address, now: now)
+    var link = Link(address: address, id: configuration.names[address], now: now)
     link.owned = ownedAddresses?.contains(address) ?? true
     return link
   }

@@ -18,7 +18,8 @@ extension GatewayConfiguration {
       rateLimiter: AdvertisementRateLimiter(
         interval: b.advertisementInterval, minimumInterval: b.advertisementMinInterval),
       registry: DeviceRegistry(
-        offlineAfter: b.offlineAfter, forgetAfter: b.forgetAfter, capacity: b.maxDevices),
+        offlineAfter: b.offlineAfter, forgetAfter: b.forgetAfter, capacity: b.maxDevices,
+        naming: DeviceNaming(friendlyNames: deviceNames)),
       presence: PresenceEstimator(
         enterRSSI: Double(b.presence.enterRSSI), leaveRSSI: Double(b.presence.leaveRSSI),
         halfLife: b.presence.halfLife, awayAfter: b.presence.awayAfter),
@@ -47,7 +48,7 @@ extension GatewayConfiguration {
   public var gattBridgeConfiguration: GATTBridge.Configuration {
     let b = bluetooth
     // The loader has checked every item with the same rules as these parsers.
-    return GATTBridge.Configuration(
+    var configuration = GATTBridge.Configuration(
       policy: ConnectionPolicy(
         addresses: Set(b.connect.addresses.compactMap { try? BluetoothAddress($0) }),
         names: b.connect.names.compactMap { try? NamePattern($0) },
@@ -66,6 +67,14 @@ extension GatewayConfiguration {
       transferCharacteristic: (try? BluetoothUUID(b.transfer.characteristic))
         ?? GATTBridge.defaultTransferCharacteristic,
       transferMaxBytes: b.transfer.maxBytes, retainValues: mqtt.retainValues)
+    configuration.names = deviceNames
+    return configuration
+  }
+
+  /// The friendly names of `bluetooth.names` by address (the loader has refused duplicates).
+  public var deviceNames: [BluetoothAddress: DeviceID] {
+    let rules = bluetooth.names.compactMap { try? DeviceNameRule(parsing: $0) }
+    return (try? DeviceNameRule.names(rules).get()) ?? [:]
   }
 }
 

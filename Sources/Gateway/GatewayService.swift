@@ -358,6 +358,10 @@ public final class GatewayService: Service, Sendable {
     ]
     if centralRole?.servesConnections == true {
       filters += topics.deviceRequestFilters.map { ($0.rawValue, "device") }
+      // `+` is one level: a friendly name of several levels needs its own filters.
+      for name in configuration.deviceNames.values.sorted() where name.levels.count > 1 {
+        filters += topics.deviceRequestFilters(for: name).map { ($0.rawValue, "device") }
+      }
     }
     if peripheralRole != nil {
       filters.append((topics.peripheralTextSet.rawValue, "peripheral text"))

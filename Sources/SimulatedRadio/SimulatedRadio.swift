@@ -208,3 +208,14 @@ extension SimulatedRadio: LinkQualityReader {
     try state.withLock { state throws(CentralError) in try state.engine.linkQuality(of: address) }
   }
 }
+
+extension SimulatedRadio {
+  /// The devices' first addresses by name (the same in every run of the same world: tests and
+  /// configurations can name them in advance).
+  public var addressesByName: [String: BluetoothAddress] {
+    state.withLock { state in
+      Dictionary(
+        state.engine.devices.map { ($0.name, $0.address) }, uniquingKeysWith: { first, _ in first })
+    }
+  }
+}

@@ -94,7 +94,8 @@ struct ConfigurationDefaultsTests {
 
   @Test func knownKeysListEveryKeyWithItsType() {
     let keys = ConfigurationLoader.knownKeys
-    #expect(keys.count == 89)
+    #expect(keys.count == 90)
+    #expect(keys["bluetooth.names"] == .list(.nameRule))
     #expect(keys["fleet.ownership.enabled"] == .boolean)
     #expect(keys["web.listen"] == .listenAddress)
     #expect(keys["homeassistant.controls"] == .list(.controlRule))

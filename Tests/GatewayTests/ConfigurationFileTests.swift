@@ -261,6 +261,7 @@ enum ConfigurationFixture {
       filterUUIDs: ["180f", "0x2a37", "0000feaa", "0000180d-0000-1000-8000-00805f9b34fb"],
       filterName: "Thermo*", filterAllow: ["A4:C1:38:1E:29:DF", "11:22:33:44:55:66"],
       filterDeny: ["AA:BB:CC:DD:EE:FF"],
+      names: ["A4:C1:38:1E:29:DF=kitchen/thermometer", "11:22:33:44:55:66=hall"],
       connect: .init(
         addresses: ["A4:C1:38:1E:29:DF"], names: ["Polar*", "HR ?"], uuids: ["180d"],
         maxConnections: 3, timeout: 12, retryMinDelay: 1, retryMaxDelay: 60, rssi: false,
@@ -314,6 +315,7 @@ enum ConfigurationFixture {
     "bluetooth.connect.addresses": "A4:C1:38:1E:29:DF", "bluetooth.connect.names": "Polar*,HR ?",
     "bluetooth.connect.uuids": "180d", "bluetooth.connect.max_connections": "3",
     "bluetooth.connect.timeout": "12", "bluetooth.connect.retry_min_delay": "1",
+    "bluetooth.names": "A4:C1:38:1E:29:DF=kitchen/thermometer,11:22:33:44:55:66=hall",
     "bluetooth.connect.retry_max_delay": "60", "bluetooth.connect.rssi": "false",
     "bluetooth.connect.rssi_interval": "30", "bluetooth.gatt.timeout": "8",
     "bluetooth.gatt.format": "base64",

@@ -1,6 +1,7 @@
 import BridgeCore
 import Foundation
 import Mosquitto
+import SimulatedRadio
 import TestSupport
 import Testing
 
@@ -365,6 +366,51 @@ struct SimulatedGatewayTests {
       #expect(await eventually { run.json(response).count > before })
       #expect(run.json(response).last?["error"] == .string(code), "\(body)")
     }
+    #expect(run.gateway.child.isRunning)
+    await run.finish()
+  }
+
+  @Test("friendly names: bluetooth.names replaces the address id in every topic of the device")
+  func friendlyNames() async throws {
+    let world = """
+      advertising_interval: 0.2
+      devices:
+        - kind: battery
+          name: sim-named
+        - kind: beacon
+          name: sim-plain
+      """
+    let address = try #require(
+      SimulatedRadio(world: try SimulatedWorld.parse(yaml: world)).addressesByName["sim-named"])
+    let run = try await SimulatedRun(
+      world: world,
+      [
+        "--bluetooth.names", "\(address)=kitchen/battery", "--bluetooth.connect.names",
+        "sim-named",
+      ])
+    #expect(await eventually { run.connectionStates("kitchen/battery").last == "ready" })
+    #expect(await run.retained("gatt2mqtt/kitchen/battery/availability") != nil)
+    #expect(await eventually { !run.messages("gatt2mqtt/kitchen/battery/advertisement").isEmpty })
+    #expect(run.messages("gatt2mqtt/\(DeviceID(address: address).rawValue)/connection").isEmpty)
+    // A device without a name keeps its address id.
+    #expect(await run.device(named: "sim-plain") != nil)
+    // Requests by the name (two levels: their own subscriptions) and by the address.
+    let level = "gatt2mqtt/kitchen/battery/gatt/180f/2a19"
+    try await run.publish("\(level)/get", #"{"transaction":"by-name"}"#)
+    #expect(
+      await eventually {
+        run.json("\(level)/result").contains {
+          $0["status"] == "ok" && $0["transaction"] == "by-name"
+        }
+      })
+    try await run.publish(
+      "\(run.base)/request/device/disconnect", #"{"device":"kitchen/battery","transaction":2}"#)
+    #expect(
+      await eventually {
+        run.json("\(run.base)/response/device/disconnect").last?["data"]?["device"]
+          == "kitchen/battery"
+      })
+    #expect(await eventually { run.connectionStates("kitchen/battery").last == "disconnected" })
     #expect(run.gateway.child.isRunning)
     await run.finish()
   }

@@ -89,6 +89,7 @@ struct ConfigurationKey: Sendable {
     .optionalString("bluetooth.filter.name", \.bluetooth.filterName, .namePattern),
     .list("bluetooth.filter.allow", \.bluetooth.filterAllow, of: .bluetoothAddress),
     .list("bluetooth.filter.deny", \.bluetooth.filterDeny, of: .bluetoothAddress),
+    .list("bluetooth.names", \.bluetooth.names, of: .nameRule),
     .number("bluetooth.advertisement_interval", \.bluetooth.advertisementInterval, atMost: 86_400),
     .number(
       "bluetooth.advertisement_min_interval", \.bluetooth.advertisementMinInterval, atMost: 86_400),

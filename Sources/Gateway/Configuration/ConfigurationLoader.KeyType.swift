@@ -62,6 +62,8 @@ extension ConfigurationLoader {
       /// A Home Assistant control rule, `<dev>/<svc>/<chr>=<control>` (BridgeCore's
       /// `HomeAssistantControlRule`).
       case controlRule
+      /// A friendly name, `<address>=<name>` (BridgeCore's `DeviceNameRule`).
+      case nameRule
 
       /// One item, for messages: "a Bluetooth address".
       public var description: String {
@@ -73,6 +75,7 @@ extension ConfigurationLoader {
         case .formatRule: "a value-format rule"
         case .notifyMethodRule: "a notify-method rule"
         case .controlRule: "a Home Assistant control rule"
+        case .nameRule: "a device name"
         }
       }
 
@@ -96,6 +99,8 @@ extension ConfigurationLoader {
           "Home Assistant control rules (<dev>/<svc>/<chr>=<control>, e.g. "
             + "A4C1381E29DF/fff0/fff1=switch; controls "
             + HomeAssistantControl.allCases.map(\.rawValue).joined(separator: ", ") + ")"
+        case .nameRule:
+          "device names (<address>=<name>, e.g. A4:C1:38:1E:29:DF=kitchen/thermometer)"
         }
       }
 
@@ -108,6 +113,7 @@ extension ConfigurationLoader {
           case .formatRule: _ = try FormatRule(parsing: item)
           case .notifyMethodRule: _ = try NotifyMethodRule(parsing: item)
           case .controlRule: _ = try HomeAssistantControlRule(parsing: item)
+          case .nameRule: _ = try DeviceNameRule(parsing: item)
           case .serviceUUID, .bluetoothAddress, .namePattern: return nil
           }
           return nil
@@ -126,6 +132,7 @@ extension ConfigurationLoader {
         case .formatRule: (try? FormatRule(parsing: item)).map { _ in item }
         case .notifyMethodRule: (try? NotifyMethodRule(parsing: item)).map { _ in item }
         case .controlRule: (try? HomeAssistantControlRule(parsing: item)).map { _ in item }
+        case .nameRule: (try? DeviceNameRule(parsing: item)).map { _ in item }
         }
       }
 

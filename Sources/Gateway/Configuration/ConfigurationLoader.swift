@@ -1,3 +1,4 @@
+import BridgeCore
 import Configuration
 
 /// Builds the gateway's ``GatewayConfiguration`` from command-line options, environment
@@ -141,6 +142,11 @@ extension ConfigurationLoader {
   fileprivate static func checkBluetooth(
     _ bluetooth: GatewayConfiguration.Bluetooth, origins: Origins
   ) throws(ConfigurationError) {
+    if case .failure(let duplicate) = DeviceNameRule.names(
+      bluetooth.names.compactMap { try? DeviceNameRule(parsing: $0) })
+    {
+      throw origins.error("bluetooth.names", "\(duplicate): give each device its own name")
+    }
     if bluetooth.presence.leaveRSSI > bluetooth.presence.enterRSSI {
       throw origins.error(
         "bluetooth.presence.leave_rssi",

@@ -39,6 +39,9 @@ extension GatewayConfiguration {
     /// Addresses never published (`bluetooth.filter.deny`), as `AA:BB:CC:DD:EE:FF`; wins over
     /// ``filterAllow``. Default empty.
     public var filterDeny: [String]
+    /// Friendly names, `<address>=<name>`, used as `<dev>` in the devices' topics
+    /// (`bluetooth.names`). Default empty.
+    public var names: [String]
     /// Re-publish an unchanged advertisement after this many seconds
     /// (`bluetooth.advertisement_interval`). Default 10.
     public var advertisementInterval: Double
@@ -97,7 +100,8 @@ extension GatewayConfiguration {
       forgetAfter: Double = 900, maxDevices: Int = 1000, decode: Bool = true,
       presence: Presence = Presence(),
       filterUUIDs: [String] = [], filterName: String? = nil, filterAllow: [String] = [],
-      filterDeny: [String] = [], connect: Connect = Connect(), gatt: GATT = GATT(),
+      filterDeny: [String] = [], names: [String] = [], connect: Connect = Connect(),
+      gatt: GATT = GATT(),
       transfer: Transfer = Transfer()
     ) {
       self.connect = connect
@@ -119,6 +123,7 @@ extension GatewayConfiguration {
       self.filterName = filterName
       self.filterAllow = filterAllow
       self.filterDeny = filterDeny
+      self.names = names
     }
   }
 }

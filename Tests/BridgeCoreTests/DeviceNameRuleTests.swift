@@ -1,0 +1,61 @@
+import BridgeCore
+import Testing
+
+@Suite("Friendly names from the configuration: <address>=<name>")
+struct DeviceNameRuleTests {
+  @Test func aRuleNamesADevice() throws {
+    let rule = try DeviceNameRule(parsing: " a4-c1-38-1e-29-df = kitchen/thermometer ")
+    #expect(rule.address == (try BluetoothAddress("A4:C1:38:1E:29:DF")))
+    #expect(rule.name.rawValue == "kitchen/thermometer")
+    #expect(rule.description == "A4:C1:38:1E:29:DF=kitchen/thermometer")
+  }
+
+  @Test(arguments: [
+    ("A4:C1:38:1E:29:DF", "has no '=<name>'"),
+    ("kitchen=thermometer", "'kitchen' is not a Bluetooth address"),
+    ("A4:C1:38:1E:29:DF=", "'' is not a device name"),
+    ("A4:C1:38:1E:29:DF=kitchen/#", "'kitchen/#' is not a device name"),
+    ("A4:C1:38:1E:29:DF=bridge/x", "'bridge/x' is not a device name"),
+    ("A4:C1:38:1E:29:DF=112233445566", "looks like an address id"),
+  ])
+  func badRulesSayWhy(_ text: String, _ problem: String) {
+    do {
+      _ = try DeviceNameRule(parsing: text)
+      Issue.record("'\(text)' was accepted")
+    } catch {
+      #expect(error.description.contains(problem), "\(error.description)")
+    }
+  }
+
+  @Test func oneNamePerDeviceAndOneDevicePerName() throws {
+    let rules = try [
+      "A4:C1:38:1E:29:DF=kitchen", "11:22:33:44:55:66=hall", "A4:C1:38:1E:29:DF=porch",
+    ].map { try DeviceNameRule(parsing: $0) }
+    let names = try DeviceNameRule.names(rules).get()
+    #expect(names[try BluetoothAddress("A4:C1:38:1E:29:DF")]?.rawValue == "porch")
+    let clash = try ["A4:C1:38:1E:29:DF=hall", "11:22:33:44:55:66=hall"].map {
+      try DeviceNameRule(parsing: $0)
+    }
+    guard case .failure(let duplicate) = DeviceNameRule.names(clash) else {
+      Issue.record("a name for two devices was accepted")
+      return
+    }
+    #expect(duplicate.description == "'hall' names both 11:22:33:44:55:66 and A4:C1:38:1E:29:DF")
+  }
+
+  @Test func theOwnerFilterKnowsDevicesByTheirNames() {
+    let address = try! BluetoothAddress("A4:C1:38:1E:29:DF")
+    let bridge = CentralBridge(
+      discovery: DiscoveryBridge(
+        topics: Fixture.topics,
+        configuration: .init(
+          registry: DeviceRegistry(
+            naming: DeviceNaming(friendlyNames: [address: try! DeviceID(friendlyName: "kitchen/t")])
+          ))),
+      gatt: GATTBridge(topics: Fixture.topics),
+      ownership: OwnershipArbiter(topics: Fixture.topics, instance: "run0"))
+    #expect(bridge.namedAddress(of: try! TopicName("gatt2mqtt/kitchen/t/presence")) == address)
+    #expect(bridge.namedAddress(of: try! TopicName("gatt2mqtt/kitchen/presence")) == nil)
+    #expect(bridge.namedAddress(of: try! TopicName("gatt2mqtt/bridge/pi/devices")) == nil)
+  }
+}
