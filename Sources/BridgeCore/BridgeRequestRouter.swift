@@ -3,8 +3,8 @@ public struct BridgeRequestRouter: Sendable {
   /// Verbs of TOPICS.md served by the BLE roles; a gateway without the role they need answers
   /// them with `not_supported` rather than silence.
   public static let bluetoothVerbs: Set<String> = [
-    "scan", "devices", "device/connect", "device/disconnect", "device/remove", "device/rssi",
-    "peripheral/start", "peripheral/stop",
+    "scan", "devices", "device/connect", "device/disconnect", "device/remove", "device/rename",
+    "device/rssi", "peripheral/start", "peripheral/stop",
   ]
 
   /// Verbs every gateway of a fleet answers on `<base>/bridge/request/<verb>` (each on its own
@@ -42,6 +42,7 @@ public struct BridgeRequestRouter: Sendable {
   ///     (``DiscoveryBridge/remove(_:)``); `nil` answers it with `not_supported`.
   ///   - devices: the devices list (the payload of `<base>/bridge/<gw>/devices`) for `devices`;
   ///     `nil` answers it with `not_supported`.
+  ///   - rename: renames a device for `device/rename`; `nil` answers it with `not_supported`.
   ///   - peripheral: whether the gateway runs a peripheral role (`peripheral/start|stop`).
   ///   - linkQuality: whether the gateway reads connected devices' link quality
   ///     (`device/rssi`).
@@ -51,7 +52,8 @@ public struct BridgeRequestRouter: Sendable {
     scan: ((ScanCommand) -> BridgeResponse)? = nil,
     device: ((Bool, JSONObject) -> BridgeResponse)? = nil,
     remove: ((JSONObject) -> BridgeResponse)? = nil, devices: (() -> JSONValue)? = nil,
-    peripheral: Bool = false, linkQuality: Bool = false
+    rename: ((JSONObject) -> BridgeResponse)? = nil, peripheral: Bool = false,
+    linkQuality: Bool = false
   ) -> Route {
     let request: BridgeRequest
     do {
@@ -88,6 +90,9 @@ public struct BridgeRequestRouter: Sendable {
     case "device/remove":
       guard let remove else { return answer(notSupported(verb)) }
       return answer(remove(request.body))
+    case "device/rename":
+      guard let rename else { return answer(notSupported(verb)) }
+      return answer(rename(request.body))
     case "peripheral/start", "peripheral/stop":
       guard peripheral else { return answer(notSupported(verb)) }
       return .peripheral(start: verb == "peripheral/start", transaction: request.transaction)

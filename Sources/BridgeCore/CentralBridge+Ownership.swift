@@ -10,6 +10,16 @@ extension CentralBridge {
   public mutating func fleetMessage(
     _ message: Topics.FleetMessage, payload: [UInt8], now: Double
   ) -> [Output] {
+    if case .name(let address) = message {
+      switch Self.name(from: payload) {
+      case .success(let name):
+        return rename(address, to: name, now: now)
+      case .failure(let error):
+        var data = eventData(address)
+        data["message"] = .string(error.description)
+        return [.discovery(event("device_name_invalid", data))]
+      }
+    }
     guard var arbiter = ownership else { return [] }
     ownership = nil  // no copy while it changes
     arbiter.freeSlots = gatt?.freeSlots ?? 0
@@ -25,6 +35,9 @@ extension CentralBridge {
       for record in discovery.registry.records {
         discovery.setOwner(record.address, arbiter.owner(of: record.address))
       }
+    case .name:
+      ownership = arbiter
+      decided = []
     }
     return apply(decided, now: now)
   }
@@ -196,14 +209,14 @@ extension CentralBridge {
     .discovery(event(type, data))
   }
 
-  private func eventData(_ address: BluetoothAddress) -> JSONObject {
+  func eventData(_ address: BluetoothAddress) -> JSONObject {
     [
       "device": .string(DeviceID(address: address).rawValue),
       "address": .string(address.description),
     ]
   }
 
-  private func event(_ type: String, _ data: JSONObject) -> BridgeOutput {
+  func event(_ type: String, _ data: JSONObject) -> BridgeOutput {
     .publish(
       topic: discovery.topics.bridgeEvent, payload: BridgePayload.event(type: type, data: data),
       retain: false)

@@ -41,7 +41,7 @@ public struct DeviceRegistry: Sendable {
   /// The most devices kept (`devices.capacity`, default 1000).
   public let capacity: Int
   /// How devices get their ids.
-  public let naming: DeviceNaming
+  public private(set) var naming: DeviceNaming
   /// Devices evicted to make room since the registry was made.
   public private(set) var evictions: UInt64 = 0
   /// New devices not admitted because every kept device was connected.
@@ -172,6 +172,38 @@ public struct DeviceRegistry: Sendable {
     return Expiry(
       wentOffline: wentOffline.sorted { $0.id < $1.id }, forgotten: removed.sorted { $0.id < $1.id }
     )
+  }
+
+  /// Gives a device another id (a `device/rename`): its record, when it has one, and the id it
+  /// gets if it is forgotten and seen again.
+  ///
+  /// - Parameters:
+  ///   - address: The device's address.
+  ///   - id: Its new id.
+  /// - Returns: The record before and after, or `nil` when the registry does not hold the device.
+  /// - Throws: The address of the device that already has the id.
+  public mutating func rename(_ address: BluetoothAddress, to id: DeviceID) throws(RenameConflict)
+    -> (before: DeviceRecord, after: DeviceRecord)?
+  {
+    if let other = addressesByID[id], other != address { throw RenameConflict(holder: other) }
+    if id == DeviceID(address: address) {
+      naming.friendlyNames[address] = nil
+    } else {
+      naming.friendlyNames[address] = id
+    }
+    guard var record = byAddress[address] else { return nil }
+    let before = record
+    addressesByID[record.id] = nil
+    record.id = id
+    addressesByID[id] = address
+    byAddress[address] = record
+    return (before, record)
+  }
+
+  /// The device that holds an id another device was to get.
+  public struct RenameConflict: Error, Sendable, Hashable {
+    /// The device that has the id.
+    public var holder: BluetoothAddress
   }
 
   /// Forgets a device now (for example on a `device/remove` request).

@@ -120,6 +120,9 @@ public struct DiscoveryBridge: Sendable {
   /// the default 0, `now` is wall time.
   public var wallClockOffset: Double = 0
 
+  /// The friendly names of the configuration (`bluetooth.names`), for a device whose
+  /// `device/rename` name is cleared.
+  public let configuredNames: [BluetoothAddress: DeviceID]
   /// With fleet ownership, each device's owner for the devices list; `nil` without.
   var owners: [BluetoothAddress: GatewayID]?
   private var devicesChanged = true
@@ -138,6 +141,7 @@ public struct DiscoveryBridge: Sendable {
       scanning: configuration.scanOnStart ? configuration.filter.discoveryFilter : nil,
       allowedAdapters: configuration.adapters)
     registry = configuration.registry
+    configuredNames = configuration.registry.naming.friendlyNames
     presence = configuration.presence
     rateLimiter = configuration.rateLimiter
     devicesInterval = configuration.devicesInterval
@@ -341,6 +345,41 @@ public struct DiscoveryBridge: Sendable {
   ) -> [BridgeOutput] {
     guard homeAssistant != nil, let record = registry[address] else { return [] }
     return homeAssistant?.resolved(record, tree: tree, format: format) ?? []
+  }
+
+  /// Gives a device another id (a `device/rename`): the old id's retained availability and
+  /// presence are cleared and published under the new one; its Home Assistant configs are
+  /// published again with the new topics.
+  ///
+  /// - Parameters:
+  ///   - address: The device.
+  ///   - id: Its new id.
+  /// - Returns: What to publish.
+  /// - Throws: When another device has the id.
+  public mutating func rename(_ address: BluetoothAddress, to id: DeviceID)
+    throws(DeviceRegistry.RenameConflict) -> [BridgeOutput]
+  {
+    guard let (before, after) = try registry.rename(address, to: id), before.id != after.id else {
+      return []
+    }
+    devicesChanged = true
+    var outputs: [BridgeOutput] = [
+      .publish(topic: topics.availability(before.id), payload: [], retain: true),
+      .publish(topic: topics.presence(before.id), payload: [], retain: true),
+    ]
+    if homeAssistant != nil {
+      outputs += homeAssistant?.forget(address) ?? []
+      outputs += homeAssistant?.observed(after, decoded: nil) ?? []
+      if after.connection.isConnected { outputs += homeAssistant?.linked(after) ?? [] }
+    }
+    outputs.append(.publish(topics.availability(after.id), after.availabilityJSON, retain: true))
+    if let reading = presence.lastReading(of: address) {
+      outputs.append(
+        .publish(
+          topics.presence(after.id),
+          reading.json(gateway: topics.gateway, wallClockOffset: wallClockOffset), retain: true))
+    }
+    return outputs
   }
 
   /// Notes a device's owner for the devices list (fleet ownership); `nil` for none.

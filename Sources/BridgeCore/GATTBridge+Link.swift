@@ -2,7 +2,7 @@ extension GATTBridge {
   /// One device the bridge connects to (or was asked to).
   struct Link: Sendable {
     let address: BluetoothAddress
-    let id: DeviceID
+    var id: DeviceID
     var state: ConnectionState = .disconnected
     var since: Double
     /// Whether the stack may know the device (cleared when a connect says it does not).

@@ -91,7 +91,7 @@ extension GATTBridge {
           transaction: nil)
       )
     }
-    let id = configuration.names[address] ?? DeviceID(address: address)
+    let id = name(of: address)
     switch setConnection(id, connect ? .connected : .disconnected, now: now) {
     case .success(let outputs):
       let state = links[address]?.state ?? .disconnected
@@ -110,6 +110,7 @@ extension GATTBridge {
   func address(named text: String) -> BluetoothAddress? {
     if let address = try? BluetoothAddress(text) { return address }
     if let address = linkByID.first(where: { $0.key.rawValue == text })?.value { return address }
+    if let address = renamed.first(where: { $0.value.rawValue == text })?.key { return address }
     return configuration.names.first { $0.value.rawValue == text }?.key
   }
 
@@ -260,7 +261,7 @@ extension GATTBridge {
     // otherwise (lower case, colons), so that it applies to the device, not to a spelling.
     var wanted = path
     if linkByID[path.device] == nil, let address = address(named: path.device.rawValue) {
-      wanted.device = configuration.names[address] ?? DeviceID(address: address)
+      wanted.device = name(of: address)
     }
     notifyWanted[wanted] = enabled
     guard let address = linkByID[wanted.device], let link = links[address], link.state == .ready

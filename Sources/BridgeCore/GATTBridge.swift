@@ -181,6 +181,8 @@ public struct GATTBridge: Sendable {
   var stackDown = false
   /// The adapters powered now, so that only one becoming powered cuts retries short.
   var poweredAdapters: Set<String> = []
+  /// Names given by `device/rename`, over ``Configuration/names``.
+  var renamed: [BluetoothAddress: DeviceID] = [:]
   /// With fleet ownership (``requireOwnership()``), the devices this gateway owns; `nil` when
   /// it owns every device.
   var ownedAddresses: Set<BluetoothAddress>?
@@ -203,12 +205,62 @@ public struct GATTBridge: Sendable {
     }
   }
 
+  /// A device's id: its name (renamed, else configured), else its address id.
+  ///
+  /// - Parameter address: The device.
+  /// - Returns: Its id.
+  public func name(of address: BluetoothAddress) -> DeviceID {
+    renamed[address] ?? configuration.names[address] ?? DeviceID(address: address)
+  }
+
+  /// Gives a device another id (a `device/rename`): its link, its wanted notifications and its
+  /// retained state move to the new id; the old id's retained `connection`, `gatt` (and values,
+  /// with `mqtt.retain_values`) are cleared.
+  ///
+  /// - Parameters:
+  ///   - address: The device.
+  ///   - id: Its new id.
+  /// - Returns: What to publish.
+  public mutating func rename(_ address: BluetoothAddress, to id: DeviceID) -> [GATTOutput] {
+    renamed[address] = id
+    guard var link = links[address], link.id != id else { return [] }
+    let old = link.id
+    var outputs: [GATTOutput] = [
+      .publish(topic: topics.connection(old), payload: [], retain: true),
+      .publish(topic: topics.gatt(old), payload: [], retain: true),
+    ]
+    if configuration.retainValues, let tree = link.tree {
+      for service in tree.services {
+        for characteristic in service.characteristics {
+          let path = CharacteristicPath(
+            device: old, service: service.uuid, characteristic: characteristic.uuid)
+          outputs.append(.publish(topic: topics.value(path), payload: [], retain: true))
+        }
+      }
+    }
+    for (path, wanted) in notifyWanted where path.device == old {
+      notifyWanted[path] = nil
+      var moved = path
+      moved.device = id
+      notifyWanted[moved] = wanted
+    }
+    linkByID[old] = nil
+    link.id = id
+    links[address] = link
+    linkByID[id] = address
+    outputs.append(connectionOutput(link))
+    if let tree = link.tree, link.state == .ready {
+      outputs.append(.publish(topics.gatt(id), tree.json, retain: true))
+    }
+    return outputs
+  }
+
   /// Seconds a new owner waits before connecting a device it just gained.
   public static let ownershipSettle = 1.0
 
   /// A new link, owned unless fleet ownership says otherwise.
   func makeLink(_ address: BluetoothAddress, now: Double) -> Link {
-    var link = Link(address: address, id: configuration.names[address], now: now)
+    var link = Link(address: address, id: name(of: address), now: now)
     link.owned = ownedAddresses?.contains(address) ?? true
     return link
   }

@@ -10,8 +10,9 @@ public struct GatewayID: Sendable, Hashable, Comparable, CustomStringConvertible
   public static let maximumLength = 64
 
   /// Levels that name the fleet's own topics under `<base>/bridge/` (`request/<verb>`,
-  /// `peripheral/text/set`), never a gateway: such an id gets `_gw` appended.
-  public static let reserved: Set<String> = ["request", "peripheral"]
+  /// `peripheral/text/set`, `names/<address>`), never a gateway: such an id gets `_gw`
+  /// appended.
+  public static let reserved: Set<String> = ["request", "peripheral", "names"]
 
   /// The id, for example `raspberrypi`.
   public let rawValue: String

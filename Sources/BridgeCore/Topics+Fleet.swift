@@ -14,15 +14,29 @@ extension Topics {
   /// `<base>/bridge/+/state`: every gateway's state, this one's included.
   public var fleetStateFilter: TopicFilter { TopicFilter(unchecked: "\(base)/bridge/+/state") }
 
+  /// `<base>/bridge/names/<ADDRESS>`: a device's name given by `device/rename`, retained, the
+  /// same for every gateway of the fleet; empty when cleared.
+  ///
+  /// - Parameter address: The device.
+  /// - Returns: The topic.
+  public func deviceName(_ address: BluetoothAddress) -> TopicName {
+    TopicName(unchecked: "\(base)/bridge/names/\(DeviceID(address: address).rawValue)")
+  }
+
+  /// `<base>/bridge/names/+`: every device's name.
+  public var namesFilter: TopicFilter { TopicFilter(unchecked: "\(base)/bridge/names/+") }
+
   /// What a fleet message is about.
   public enum FleetMessage: Sendable, Hashable {
     /// A device's owner claim.
     case owner(BluetoothAddress)
     /// A gateway's state.
     case state(GatewayID)
+    /// A device's name.
+    case name(BluetoothAddress)
   }
 
-  /// Reads a topic of ``ownerFilter`` or ``fleetStateFilter``.
+  /// Reads a topic of ``ownerFilter``, ``fleetStateFilter`` or ``namesFilter``.
   ///
   /// - Parameter topic: The topic of a received message.
   /// - Returns: What it is about; `nil` for any other topic, a device level that is not an
@@ -37,6 +51,11 @@ extension Topics {
       DeviceID(address: address).rawValue == levels[0]
     {
       return .owner(address)
+    }
+    if levels.count == 3, levels[0] == "bridge", levels[1] == "names",
+      let address = BluetoothAddress(compact: levels[2].utf8)
+    {
+      return .name(address)
     }
     if levels.count == 3, levels[0] == "bridge", levels[2] == "state",
       GatewayID.isValid(String(levels[1]))

@@ -131,7 +131,16 @@ public final class CentralRoleService: Sendable {
     }
   }
 
-  /// Takes in a device's owner claim or a gateway's state (fleet ownership).
+  /// Answers a `device/rename` request (``CentralBridge/renameRequest(_:)``): the name is
+  /// published to the broker; the rename itself follows when the broker hands it back.
+  ///
+  /// - Parameter body: The request's JSON object.
+  /// - Returns: The response.
+  public func renameRequest(_ body: JSONObject) -> BridgeResponse {
+    driver.feed { bridge, _ in bridge.renameRequest(body) }
+  }
+
+  /// Takes in a device's owner claim, a gateway's state (fleet ownership) or a device's name.
   ///
   /// - Parameters:
   ///   - message: What the topic is about.

@@ -194,6 +194,10 @@ public final class GatewayService: Service, Sendable {
     } else {
       client.addSubscription(topics.bridgeState.rawValue)
     }
+    if centralRole != nil {
+      // Names given by device/rename on any gateway of the fleet (retained).
+      client.addSubscription(topics.namesFilter.rawValue)
+    }
     client.start()
     client.setRetainedState(
       MQTTMessage(
@@ -380,6 +384,17 @@ public final class GatewayService: Service, Sendable {
     }
   }
 
+  /// A device renamed to a name of several levels: its request topics are not matched by the
+  /// `+` filters, so it gets its own (kept after the rename; harmless when unused).
+  private func subscribeToNamedRequests(_ payload: [UInt8]) {
+    guard centralRole?.servesConnections == true,
+      case .success(let name?) = CentralBridge.name(from: payload), name.levels.count > 1
+    else { return }
+    for filter in topics.deviceRequestFilters(for: name) {
+      client.addSubscription(filter.rawValue)
+    }
+  }
+
   private func serveRequests() async {
     for await message in client.messages {
       if Task.isCancelled { break }
@@ -409,10 +424,17 @@ public final class GatewayService: Service, Sendable {
 
   /// Answers one incoming message; never throws, whatever the message holds.
   func handle(_ incoming: MQTTMessage) {
-    if fleetOwnership, let fleet = topics.parseFleet(incoming.topic) {
-      if incoming.topic == topics.bridgeState.rawValue { observeOwnState(incoming) }
-      centralRole?.fleetMessage(fleet, payload: incoming.payload)
-      return
+    if let fleet = topics.parseFleet(incoming.topic) {
+      if case .name = fleet {
+        centralRole?.fleetMessage(fleet, payload: incoming.payload)
+        subscribeToNamedRequests(incoming.payload)
+        return
+      }
+      if fleetOwnership {
+        if incoming.topic == topics.bridgeState.rawValue { observeOwnState(incoming) }
+        centralRole?.fleetMessage(fleet, payload: incoming.payload)
+        return
+      }
     }
     if incoming.topic == topics.bridgeState.rawValue {
       observeOwnState(incoming)
@@ -497,10 +519,13 @@ public final class GatewayService: Service, Sendable {
     }
     let remove = centralRole.map { service in { (body: JSONObject) in service.remove(body) } }
     let devices = centralRole.map { service in { service.devicesJSON } }
+    let rename = centralRole.map { service in
+      { (body: JSONObject) in service.renameRequest(body) }
+    }
     let route = router.route(
       verb: verb, payload: message.payload, health: { self.health() }, scan: scan,
-      device: device, remove: remove, devices: devices, peripheral: peripheralRole != nil,
-      linkQuality: centralRole?.servesConnections == true)
+      device: device, remove: remove, devices: devices, rename: rename,
+      peripheral: peripheralRole != nil, linkQuality: centralRole?.servesConnections == true)
     let queued: PeripheralCommand
     switch route {
     case .answer(let response):

@@ -111,7 +111,7 @@ struct OwnershipFleet {
       take(index, members[index].arbiter.claimReceived(address, payload: payload, now: now))
     case .state(let gateway):
       take(index, members[index].arbiter.stateReceived(gateway, payload: payload, now: now))
-    case nil:
+    case .name, nil:
       break
     }
   }

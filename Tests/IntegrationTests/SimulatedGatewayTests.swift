@@ -415,6 +415,79 @@ struct SimulatedGatewayTests {
     await run.finish()
   }
 
+  @Test("device/rename: the name is kept in the broker, every topic moves, the old ones clear")
+  func rename() async throws {
+    let run = try await SimulatedRun(
+      world: """
+        advertising_interval: 0.2
+        devices:
+          - kind: battery
+            name: sim-renamed
+          - kind: beacon
+            name: sim-other
+        """,
+      ["--bluetooth.connect.names", "sim-renamed"])
+    let id = try #require(await run.device(named: "sim-renamed"))
+    let other = try #require(await run.device(named: "sim-other"))
+    #expect(await eventually { run.connectionStates(id).last == "ready" })
+    let response = "\(run.base)/response/device/rename"
+    try await run.publish(
+      "\(run.base)/request/device/rename",
+      #"{"device":"\#(id)","name":"porch/battery","transaction":1}"#)
+    #expect(await eventually { run.json(response).last?["status"] == "ok" })
+    #expect(run.json(response).last?["data"]?["name"] == "porch/battery")
+    // Kept in the broker for every gateway; every topic moves; the old retained ones clear.
+    #expect(await run.retained("gatt2mqtt/bridge/names/\(id)")?.text == "porch/battery")
+    #expect(await eventually { run.connectionStates("porch/battery").last == "ready" })
+    #expect(await run.retained("gatt2mqtt/porch/battery/gatt") != nil)
+    #expect(await run.retained("gatt2mqtt/porch/battery/availability") != nil)
+    #expect(await run.retained("gatt2mqtt/\(id)/connection") == nil)
+    #expect(await run.retained("gatt2mqtt/\(id)/availability") == nil)
+    #expect(
+      await eventually {
+        run.json("\(run.base)/event").contains {
+          $0["type"] == "device_renamed" && $0["data"]?["from"] == .string(id)
+        }
+      })
+    // Requests by the new name (two levels) reach it.
+    let level = "gatt2mqtt/porch/battery/gatt/180f/2a19"
+    try await run.publish("\(level)/get", #"{"transaction":"renamed"}"#)
+    #expect(
+      await eventually {
+        run.json("\(level)/result").contains {
+          $0["transaction"] == "renamed" && $0["status"] == "ok"
+        }
+      })
+    // Refused: a name another device has, a bad name, an unknown device.
+    for (body, code) in [
+      (#"{"device":"\#(other)","name":"porch/battery"}"#, "name_taken"),
+      (#"{"device":"\#(other)","name":"a/+"}"#, "invalid_payload"),
+      (#"{"device":"\#(other)","name":"AABBCCDDEEFF"}"#, "invalid_payload"),
+      (#"{"device":"nowhere","name":"x"}"#, "unknown_device"),
+      (#"{"device":"\#(other)"}"#, "invalid_payload"),
+    ] {
+      let before = run.json(response).count
+      try await run.publish("\(run.base)/request/device/rename", body)
+      #expect(await eventually { run.json(response).count > before })
+      #expect(run.json(response).last?["error"] == .string(code), "\(body)")
+    }
+    // Back to the address id.
+    try await run.publish(
+      "\(run.base)/request/device/rename", #"{"device":"porch/battery","name":null}"#)
+    #expect(
+      await eventually {
+        run.json("\(run.base)/event").contains {
+          $0["type"] == "device_renamed" && $0["data"]?["from"] == "porch/battery"
+            && $0["data"]?["device"] == .string(id)
+        }
+      })
+    #expect(await eventually { run.connectionStates(id).last == "ready" })
+    #expect(await run.retained("gatt2mqtt/bridge/names/\(id)") == nil)
+    #expect(await run.retained("gatt2mqtt/porch/battery/connection") == nil)
+    #expect(run.gateway.child.isRunning)
+    await run.finish()
+  }
+
   @Test("C9 C10: transfer texts reassembled; a dropped link is reconnected and re-armed")
   func transferAndReconnect() async throws {
     let text = "Grüße ✓ 東京 🚀 — a text of several chunks, multi-byte characters straddling them."
