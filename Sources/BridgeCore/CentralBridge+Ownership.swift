@@ -57,8 +57,7 @@ extension CentralBridge {
     about device: DeviceID?, now: Double, _ step: (inout GATTBridge) -> [GATTOutput]
   ) -> [Output] {
     guard let ownership, let device else { return connections(now: now, step) }
-    let address =
-      BluetoothAddress(compact: device.rawValue.utf8) ?? (try? BluetoothAddress(device.rawValue))
+    let address = address(named: device.rawValue)
     guard address.map(ownership.answers) ?? ownership.answersUnknown else {
       return connections(now: now, step).filter { !$0.isPublication }
     }
@@ -80,7 +79,7 @@ extension CentralBridge {
     [Output], BridgeResponse
   )? {
     if let ownership, case .string(let text) = body["device"],
-      let address = try? BluetoothAddress(text), let owner = ownership.owner(of: address),
+      let address = address(named: text), let owner = ownership.owner(of: address),
       owner != ownership.topics.gateway
     {
       return (
@@ -149,36 +148,67 @@ extension CentralBridge {
         outputs += connections(now: now) { $0.setOwned(address, false, now: now) }
         // The new owner publishes the device's retained state: ours must not come back after
         // our next reconnect.
-        let device = DeviceID(address: address).rawValue
-        outputs.append(.fleet(.forgetRetained(below: "\(topics.base)/\(device)/")))
-        for topic in discovery.homeAssistant?.configTopics(of: address) ?? [] {
-          outputs.append(.fleet(.forgetRetainedTopic(topic)))
-        }
+        outputs += forgetRetained(address)
       case .invalidClaim(let address, let problem):
         var data = eventData(address)
         data["problem"] = .string(problem)
         outputs.append(.discovery(event("ownership_claim_invalid", data)))
+      case .resumed(let address):
+        outputs += ownedOnly(discovery.deviceState(address).map(Output.discovery))
+        outputs += ownedOnly((gatt?.currentState(address) ?? []).map(Output.gatt))
       }
     }
     return outputs
   }
 
-  /// The outputs without the device-level publications of devices this gateway does not own.
+  /// The outputs without the device-level publications of devices this gateway does not own
+  /// (none at all while the broker connection is down, ``brokerLost()``).
   func ownedOnly(_ outputs: [Output]) -> [Output] {
     guard let ownership else { return outputs }
     let topics = discovery.topics
     return outputs.filter { output in
       let topic: TopicName
+      let retained: Bool
       switch output {
-      case .discovery(.publish(let name, _, _)), .gatt(.publish(let name, _, _)): topic = name
+      case .discovery(.publish(let name, _, let retain)), .gatt(.publish(let name, _, let retain)):
+        (topic, retained) = (name, retain)
       default: return true
       }
       guard
         let address = topics.deviceAddress(of: topic) ?? namedAddress(of: topic)
           ?? discovery.homeAssistant?.deviceAddress(ofConfig: topic)
       else { return true }
-      return ownership.owns(address) || address == answering
+      if ownership.isSuspended { return false }
+      // Answering for a device no one owns: replies and results, never retained state.
+      return ownership.owns(address) || (address == answering && !retained)
     }
+  }
+
+  /// Stops re-publishing a device's retained state after reconnects: every topic under its
+  /// id (and its address id) and its Home Assistant configs.
+  func forgetRetained(_ address: BluetoothAddress) -> [Output] {
+    let base = discovery.topics.base
+    var ids = [DeviceID(address: address)]
+    if let id = discovery.registry[address]?.id, id != ids[0] { ids.append(id) }
+    if let id = gatt?.name(of: address), !ids.contains(id) { ids.append(id) }
+    var outputs = ids.map { Output.fleet(.forgetRetained(below: "\(base)/\($0.rawValue)/")) }
+    for topic in discovery.homeAssistant?.configTopics(of: address) ?? [] {
+      outputs.append(.fleet(.forgetRetainedTopic(topic)))
+    }
+    return outputs
+  }
+
+  /// The broker connection was lost: with fleet ownership, nothing device-level is published
+  /// and no claim goes out until this gateway's `online` state is back (then it publishes its
+  /// devices' state again, ``OwnershipArbiter/Output/resumed(_:)``), and the retained state of
+  /// its devices is not re-published by the reconnect itself: another gateway may own them by
+  /// then.
+  ///
+  /// - Returns: What to do; nothing without fleet ownership.
+  public mutating func brokerLost() -> [Output] {
+    guard ownership != nil else { return [] }
+    ownership?.brokerLost()
+    return (ownership?.ownedDevices ?? []).flatMap { forgetRetained($0) }
   }
 
   /// The device a topic names by its friendly name: `<base>/<name>/…`, the name one level or
@@ -192,11 +222,13 @@ extension CentralBridge {
     guard topic.rawValue.hasPrefix(prefix) else { return nil }
     let rest = topic.rawValue.dropFirst(prefix.count)
     var end = rest.startIndex
+    var found: BluetoothAddress?
+    // The longest name that is a prefix of the topic: `kitchen/thermometer` before `kitchen`.
     while let slash = rest[end...].firstIndex(of: "/") {
-      if let address = addressesByName[String(rest[..<slash])] { return address }
+      if let address = addressesByName[String(rest[..<slash])] { found = address }
       end = rest.index(after: slash)
     }
-    return nil
+    return found
   }
 
   /// A `<base>/bridge/<gw>/event` publication.

@@ -123,7 +123,10 @@ extension CentralBridge {
   }
 
   /// The device a request names: an address in any spelling, a device id, or a name.
-  func address(named text: String) -> BluetoothAddress? {
+  ///
+  /// - Parameter text: What the request says.
+  /// - Returns: The device's address, `nil` for no known device.
+  public func address(named text: String) -> BluetoothAddress? {
     if let address = try? BluetoothAddress(text) { return address }
     if let record = discovery.registry.records.first(where: { $0.id.rawValue == text }) {
       return record.address

@@ -109,6 +109,8 @@ public struct CentralBridge: Sendable {
     outputs += discovery.tick(now: now).map(Output.discovery)
     guard ownership != nil else { return outputs }
     ownership?.freeSlots = gatt?.freeSlots ?? 0
+    let registry = discovery.registry
+    ownership?.prune { registry[$0] != nil }
     let decided = ownership?.tick(now: now) ?? []
     return ownedOnly(outputs) + apply(decided, now: now)
   }
@@ -169,7 +171,7 @@ public struct CentralBridge: Sendable {
     guard let gatt else { return [] }
     var outputs: [Output] = []
     for (address, link) in gatt.links where discovery.registry[address]?.connection != link.state {
-      if ownership != nil {
+      if ownership != nil, discovery.registry[address] != nil {
         let failed = link.state == .failed
         linkDecisions +=
           ownership?.linkChanged(

@@ -223,8 +223,17 @@ public struct GATTBridge: Sendable {
   /// - Returns: What to publish.
   public mutating func rename(_ address: BluetoothAddress, to id: DeviceID) -> [GATTOutput] {
     renamed[address] = id
+    let old = links[address]?.id ?? name(of: address)
+    // Wishes recorded before the device was linked move too.
+    for candidate in Set([old, DeviceID(address: address)]) where candidate != id {
+      for (path, wanted) in notifyWanted where path.device == candidate {
+        notifyWanted[path] = nil
+        var moved = path
+        moved.device = id
+        notifyWanted[moved] = wanted
+      }
+    }
     guard var link = links[address], link.id != id else { return [] }
-    let old = link.id
     var outputs: [GATTOutput] = [
       .publish(topic: topics.connection(old), payload: [], retain: true),
       .publish(topic: topics.gatt(old), payload: [], retain: true),
@@ -238,12 +247,6 @@ public struct GATTBridge: Sendable {
         }
       }
     }
-    for (path, wanted) in notifyWanted where path.device == old {
-      notifyWanted[path] = nil
-      var moved = path
-      moved.device = id
-      notifyWanted[moved] = wanted
-    }
     linkByID[old] = nil
     link.id = id
     links[address] = link
@@ -251,6 +254,20 @@ public struct GATTBridge: Sendable {
     outputs.append(connectionOutput(link))
     if let tree = link.tree, link.state == .ready {
       outputs.append(.publish(topics.gatt(id), tree.json, retain: true))
+    }
+    return outputs
+  }
+
+  /// A linked device's retained state as it is now (its `connection`, and its `gatt` when
+  /// resolved), to publish again.
+  ///
+  /// - Parameter address: The device.
+  /// - Returns: The publications; none for a device without a link.
+  public func currentState(_ address: BluetoothAddress) -> [GATTOutput] {
+    guard let link = links[address] else { return [] }
+    var outputs = [connectionOutput(link)]
+    if let tree = link.tree, link.state == .ready {
+      outputs.append(.publish(topics.gatt(link.id), tree.json, retain: true))
     }
     return outputs
   }

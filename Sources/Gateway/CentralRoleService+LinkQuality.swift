@@ -41,7 +41,7 @@ extension CentralRoleService {
         code: "invalid_payload", message: "\"device\" (a device id or an address) is required",
         transaction: nil)
     }
-    guard let address = try? BluetoothAddress(text) else {
+    guard let address = driver.read({ $0.address(named: text) }) else {
       let quoted = text.count > 64 ? String(text.prefix(64)) + "…" : text
       return .failure(
         code: "unknown_device", message: "'\(quoted)' is not a device id or address",
@@ -109,7 +109,7 @@ extension CentralRoleService {
           bridge.handle(.connectionRSSI(link.address, rssi: quality.rssi), now: now)
         }
         return quality
-      } catch  where error.code == .notConnected || error.code == .unknownAdapter {
+      } catch  where [.notConnected, .unknownAdapter, .poweredOff].contains(error.code) {
         last = error
       }
     }

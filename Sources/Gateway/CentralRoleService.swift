@@ -131,6 +131,12 @@ public final class CentralRoleService: Sendable {
     }
   }
 
+  /// The broker connection was lost (``CentralBridge/brokerLost()``: with fleet ownership,
+  /// nothing device-level goes out until this gateway's `online` state is back).
+  public func brokerLost() {
+    driver.feed { bridge, _ in bridge.brokerLost() }
+  }
+
   /// Answers a `device/rename` request (``CentralBridge/renameRequest(_:)``): the name is
   /// published to the broker; the rename itself follows when the broker hands it back.
   ///

@@ -223,6 +223,9 @@ public final class GatewayService: Service, Sendable {
       group.addTask { await self.publishHealth() }
       group.addTask { await self.logHealthOnSignal() }
       group.addTask { await self.superviseLoops() }
+      if self.fleetOwnership {
+        group.addTask { await self.followBroker() }
+      }
       if let centralRole = self.centralRole {
         group.addTask { await centralRole.run() }
       }
@@ -381,6 +384,14 @@ public final class GatewayService: Service, Sendable {
         logger.error(
           "cannot subscribe to requests: \(error)", metadata: ["mqtt.topic": "\(filter)"])
       }
+    }
+  }
+
+  /// Tells fleet ownership when the broker connection is lost.
+  private func followBroker() async {
+    for await event in client.events {
+      if Task.isCancelled { return }
+      if case .disconnected = event { centralRole?.brokerLost() }
     }
   }
 

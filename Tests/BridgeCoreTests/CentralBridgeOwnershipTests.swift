@@ -143,6 +143,51 @@ struct CentralBridgeOwnershipTests {
     #expect(!published(lost).contains { $0.hasPrefix("gatt2mqtt/A4C1381E29DF/") })
   }
 
+  @Test func answeringForADeviceNoOneOwnsPublishesNoRetainedState() {
+    var bridge = bridge()
+    _ = bridge.fleetMessage(
+      .state(GatewayID("hall")), payload: hall.statePayload(online: false), now: t0)
+    _ = bridge.handle(.deviceUpdated(Fixture.advert(rssi: -55)), now: t0)
+    let outputs = bridge.request(about: DeviceID(address: sensor), now: t0 + 0.5) {
+      $0.request(
+        .connectionSet(DeviceID(address: sensor)), payload: Array(#"{"state":"connected"}"#.utf8),
+        now: t0 + 0.5)
+    }
+    #expect(published(outputs).contains("gatt2mqtt/A4C1381E29DF/connection/result"))
+    #expect(!published(outputs).contains("gatt2mqtt/A4C1381E29DF/connection"))
+  }
+
+  @Test func whileTheBrokerIsAwayNothingDeviceLevelIsPublishedAndItComesBackAfter() throws {
+    var bridge = bridge()
+    _ = bridge.fleetMessage(
+      .state(GatewayID("hall")), payload: hall.statePayload(online: false), now: t0)
+    var claim: [UInt8]?
+    for step in 0..<10 where claim == nil {
+      let outputs =
+        bridge.handle(.deviceUpdated(Fixture.advert(rssi: -55)), now: t0 + Double(step))
+        + bridge.tick(now: t0 + Double(step))
+      for case .fleet(.claim(_, let payload)) in outputs { claim = payload }
+    }
+    _ = bridge.fleetMessage(.owner(sensor), payload: try #require(claim), now: t0 + 10)
+    #expect(bridge.ownership?.owns(sensor) == true)
+    // The connection drops: the device's retained state is forgotten (not re-published by
+    // the reconnect), and nothing device-level goes out meanwhile.
+    let lost = bridge.brokerLost()
+    #expect(lost.contains(.fleet(.forgetRetained(below: "gatt2mqtt/A4C1381E29DF/"))))
+    let quiet =
+      bridge.handle(.deviceUpdated(Fixture.advert(rssi: -40)), now: t0 + 11)
+      + bridge.tick(now: t0 + 12)
+    #expect(!published(quiet).contains { $0.contains("A4C1381E29DF") }, "\(published(quiet))")
+    // Our will handed back first changes nothing; our online state resumes the device.
+    _ = bridge.fleetMessage(
+      .state(GatewayID("pi")), payload: own.statePayload(online: false), now: t0 + 13)
+    let back = bridge.fleetMessage(
+      .state(GatewayID("pi")), payload: own.statePayload(online: true), now: t0 + 14)
+    #expect(published(back).contains("gatt2mqtt/A4C1381E29DF/availability"))
+    #expect(published(back).contains("gatt2mqtt/A4C1381E29DF/connection"))
+    #expect(bridge.ownership?.owns(sensor) == true)
+  }
+
   @Test func requestsAboutADeviceNoOneOwnsAreAnsweredByTheLowestOnlineGateway() {
     var bridge = bridge()  // pi and hall online: hall < pi, so hall answers
     let path = CharacteristicPath(

@@ -59,3 +59,38 @@ struct DeviceNameRuleTests {
     #expect(bridge.namedAddress(of: try! TopicName("gatt2mqtt/bridge/pi/devices")) == nil)
   }
 }
+
+@Suite("device/rename in the connection half")
+struct GATTBridgeRenameTests {
+  @Test func aNotifyWishRecordedBeforeTheLinkFollowsTheRename() throws {
+    let sensor = GATTHarness.sensor
+    var gatt = GATTBridge(
+      topics: Fixture.topics, configuration: .init(policy: ConnectionPolicy(addresses: [sensor])))
+    let path = CharacteristicPath(
+      device: DeviceID(address: sensor), service: GATTHarness.battery,
+      characteristic: GATTHarness.batteryLevel)
+    // A retained /notify arrives before anything else, then the retained name.
+    _ = gatt.request(.notify(path), payload: Array("on".utf8), now: 0)
+    let porch = try DeviceID(friendlyName: "porch/sensor")
+    _ = gatt.rename(sensor, to: porch)
+    #expect(gatt.name(of: sensor) == porch)
+    _ = gatt.tick(now: 1)
+    _ = gatt.connectFinished(sensor, error: nil, now: 1)
+    let outputs = gatt.handle(.servicesResolved(sensor, GATTHarness.tree), now: 2)
+    #expect(
+      outputs.contains {
+        if case .execute(let operation) = $0 {
+          return operation.kind == .notify(true)
+            && operation.characteristic.characteristic == GATTHarness.batteryLevel
+        }
+        return false
+      })
+    #expect(
+      outputs.contains {
+        $0
+          == .publish(
+            topic: Fixture.topics.gatt(porch), payload: GATTHarness.tree.json.serializedBytes(),
+            retain: true)
+      })
+  }
+}

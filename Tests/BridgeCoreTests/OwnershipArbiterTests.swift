@@ -260,6 +260,66 @@ struct OwnershipArbiterTests {
     #expect(!fleet.members[2].arbiter.answers(device))
   }
 
+  @Test func ourOwnLastWillHandedBackOnReconnectingDropsNothing() {
+    var fleet = OwnershipFleet(gateways: ["a"])
+    fleet.start(0, now: 0)
+    run(&fleet, from: 0, seconds: 5, rssi: [-60])
+    #expect(fleet.owners(of: device) == [0])
+    // The broker kept our will while we were away; we subscribe again and get it first.
+    let will = fleet.members[0].instance.statePayload(online: false)
+    #expect(
+      fleet.members[0].arbiter.stateReceived(GatewayID("a"), payload: will, now: 6).isEmpty)
+    #expect(fleet.owners(of: device) == [0])
+    #expect(fleet.members[0].lost[device] == nil)
+  }
+
+  @Test func whileTheBrokerIsAwayNothingIsClaimedAndOurDevicesComeBackWithOurState() throws {
+    var fleet = OwnershipFleet(gateways: ["a"])
+    fleet.start(0, now: 0)
+    run(&fleet, from: 0, seconds: 5, rssi: [-60])
+    fleet.members[0].arbiter.brokerLost()
+    #expect(fleet.members[0].arbiter.isSuspended)
+    // Hearing another device, or the owned one changing a lot: no claim goes out.
+    let claims = fleet.claims.count
+    run(&fleet, from: 5, seconds: 20, rssi: [-90])
+    run(&fleet, from: 25, seconds: 10, rssi: [-60], device: other)
+    #expect(fleet.claims.count == claims)
+    // Our online state again: the devices we still own are resumed.
+    let outputs = fleet.members[0].arbiter.stateReceived(
+      GatewayID("a"), payload: fleet.members[0].instance.statePayload(online: true), now: 36)
+    #expect(outputs.contains(.resumed(device)))
+    #expect(!fleet.members[0].arbiter.isSuspended)
+  }
+
+  @Test func claimsOfDevicesNoOneHearsNeverCrowdOutOneWeHear() {
+    var fleet = OwnershipFleet(gateways: ["a"], configuration: .init(maximumDevices: 3))
+    fleet.start(0, now: 0)
+    for index in 0..<10 {
+      let unheard = BluetoothAddress(bytes: [0xEE, 0, 0, 0, 0, UInt8(index)])!
+      fleet.publish(
+        fleet.topics(0).owner(DeviceID(address: unheard)).rawValue,
+        OwnershipClaim(gateway: GatewayID("ghost"), instance: "g", rssi: -40, reason: "x").payload)
+      // A cleared claim of a device no one hears is not even kept.
+      fleet.publish(fleet.topics(0).owner(DeviceID(address: unheard)).rawValue, [])
+    }
+    fleet.deliver(now: 0)
+    run(&fleet, from: 0, seconds: 6, rssi: [-60])
+    #expect(fleet.owners(of: device) == [0])
+  }
+
+  @Test func anOwnerRefreshingItsClaimDoesNotRestartAChallengersDwell() {
+    var fleet = OwnershipFleet(gateways: ["a", "b"])
+    fleet.start(0, now: 0)
+    run(&fleet, from: 0, seconds: 10, rssi: [-70, nil])
+    fleet.start(1, now: 10)
+    // a's RSSI swings by 8 dB every 5 s (a refresh each 10 s); b is 25 dB stronger throughout.
+    for block in 0..<8 {
+      run(
+        &fleet, from: 10 + Double(block * 5), seconds: 5, rssi: [block % 2 == 0 ? -62 : -70, -40])
+    }
+    #expect(fleet.owners(of: device) == [1])
+  }
+
   // MARK: - No flapping
 
   /// Ten gateways, thirty devices, a simulated hour: each gateway hears each device around

@@ -33,6 +33,10 @@ enum ManagementSocket {
             "opening a Bluetooth management socket was refused (\(String(cString: strerror(code)))); reading a link's RSSI needs CAP_NET_ADMIN"
         )
       }
+      guard code == EAFNOSUPPORT || code == EPROTONOSUPPORT else {
+        // Out of descriptors or buffers: try again at the next reading.
+        throw failure("socket", code)
+      }
       throw CentralError(
         .unavailable,
         message:
@@ -60,11 +64,12 @@ enum ManagementSocket {
       var pollfd = Glibc.pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
       let started = Monotonic.milliseconds()
       let ready = poll(&pollfd, 1, remaining)
-      if ready < 0 {
-        if errno == EINTR { continue }
-        throw failure("poll", errno)
-      }
+      let code = errno
       remaining -= Int32(clamping: Monotonic.milliseconds() - started)
+      if ready < 0 {
+        if code == EINTR { continue }
+        throw failure("poll", code)
+      }
       guard ready > 0 else { break }
       let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
       if count < 0 {

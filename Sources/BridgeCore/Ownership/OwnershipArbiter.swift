@@ -106,6 +106,9 @@ public struct OwnershipArbiter: Sendable {
     case lost(BluetoothAddress, to: GatewayID?, reason: String)
     /// A claim could not be read (reported once per device until a readable one arrives).
     case invalidClaim(BluetoothAddress, problem: String)
+    /// The broker has this gateway back after an outage and it still owns the device: publish
+    /// the device's retained state again (nothing device-level went out meanwhile).
+    case resumed(BluetoothAddress)
   }
 
   struct Peer: Sendable, Hashable {
@@ -146,6 +149,9 @@ public struct OwnershipArbiter: Sendable {
 
   var peers: [GatewayID: Peer] = [:]
   var devices: [BluetoothAddress: Device] = [:]
+  /// The broker connection is down (``brokerLost()``) and our `online` state is not back yet:
+  /// no claim goes out and nothing device-level is published.
+  public private(set) var isSuspended = false
 
   /// Makes an arbiter that knows no device and no other gateway.
   ///
@@ -211,7 +217,21 @@ public struct OwnershipArbiter: Sendable {
   }
 
   /// Whether this run may claim: the broker holds our own `online` state.
-  var mayClaim: Bool { peers[gateway].map { $0.online && $0.instance == instance } ?? false }
+  var mayClaim: Bool {
+    !isSuspended && (peers[gateway].map { $0.online && $0.instance == instance } ?? false)
+  }
+
+  /// The devices this gateway owns now.
+  public var ownedDevices: [BluetoothAddress] {
+    devices.filter { $0.value.owned }.keys.sorted()
+  }
+
+  /// The broker connection was lost: until our `online` state comes back, claim nothing and
+  /// publish nothing device-level (another gateway may take our devices while our last will
+  /// says `offline`; what we would have queued must not overwrite what it publishes).
+  public mutating func brokerLost() {
+    isSuspended = true
+  }
 
   // MARK: - Inputs from the broker
 
@@ -225,11 +245,13 @@ public struct OwnershipArbiter: Sendable {
   public mutating func claimReceived(_ address: BluetoothAddress, payload: [UInt8], now: Double)
     -> [Output]
   {
-    guard devices[address] != nil || devices.count < configuration.maximumDevices else {
-      return []
+    if devices[address] == nil {
+      // Nothing to remember about a device we neither hear nor see claimed.
+      guard !payload.isEmpty, devices.count < configuration.maximumDevices else { return [] }
     }
     var device = devices[address] ?? Device()
     var outputs: [Output] = []
+    let previous = device.claim.map { "\($0.gateway.rawValue) \($0.instance)" }
     if payload.isEmpty {
       device.claim = nil
       device.malformed = false
@@ -248,9 +270,18 @@ public struct OwnershipArbiter: Sendable {
     if let claim = device.claim, claim.gateway == gateway, claim.instance == instance {
       device.claimSent = nil
     }
-    device.challengeSince = nil
+    // A new claimant restarts a challenge; the owner refreshing its claim does not.
+    if device.claim.map({ "\($0.gateway.rawValue) \($0.instance)" }) != previous {
+      device.challengeSince = nil
+    }
     devices[address] = device
-    return outputs + settle(address, now: now)
+    let outputs2 = outputs + settle(address, now: now)
+    if let kept = devices[address], kept.claim == nil, !kept.malformed, kept.lastSample == nil,
+      !kept.owned
+    {
+      devices[address] = nil
+    }
+    return outputs2
   }
 
   /// A gateway's retained state arrived (`<base>/bridge/<gw>/state`), ours included.
@@ -269,14 +300,21 @@ public struct OwnershipArbiter: Sendable {
     {
       peer = Peer(online: state == "online", instance: object["instance"]?.stringValue)
     }
-    guard peers[gateway] != peer else { return [] }
+    let ours = gateway == self.gateway
+    // Our own last will, handed back when we reconnect (we subscribe before publishing
+    // `online` again): not a reason to drop our devices; our `online` follows.
+    if ours, let peer, !peer.online, peer.instance == instance { return [] }
+    let resuming = ours && isSuspended && peer?.online == true && peer?.instance == instance
+    if resuming { isSuspended = false }
+    guard peers[gateway] != peer || resuming else { return [] }
     peers[gateway] = peer
     // Every claim naming it changes validity, and ours too when it is our own state.
     var outputs: [Output] = []
     for address in devices.keys.sorted() {
-      let affected = devices[address]?.claim?.gateway == gateway || gateway == self.gateway
+      let affected = devices[address]?.claim?.gateway == gateway || ours
       if affected { outputs += settle(address, now: now) }
     }
+    if resuming { outputs += ownedDevices.map { .resumed($0) } }
     return outputs
   }
 
@@ -293,8 +331,11 @@ public struct OwnershipArbiter: Sendable {
   public mutating func observed(
     _ address: BluetoothAddress, rssi: Int, wantsConnection: Bool, now: Double
   ) -> [Output] {
-    guard devices[address] != nil || devices.count < configuration.maximumDevices else {
-      return []
+    if devices[address] == nil, devices.count >= configuration.maximumDevices {
+      // Full: make room by dropping a claim of a device this gateway does not hear.
+      guard let victim = devices.first(where: { $0.value.lastSample == nil && !$0.value.owned })
+      else { return [] }
+      devices[victim.key] = nil
     }
     var device = devices[address] ?? Device()
     let sample = Double(rssi)
@@ -329,6 +370,16 @@ public struct OwnershipArbiter: Sendable {
     if failed { device.failures += 1 }
     devices[address] = device
     return decide(address, now: now)
+  }
+
+  /// Forgets the observations of devices the gateway no longer keeps (evicted, forgotten,
+  /// removed), and every entry left with nothing to say.
+  ///
+  /// - Parameter keeps: Whether the gateway still keeps a device.
+  public mutating func prune(keeping keeps: (BluetoothAddress) -> Bool) {
+    for (address, device) in devices where device.lastSample != nil && !keeps(address) {
+      if !device.owned { forget(address) }
+    }
   }
 
   /// The gateway forgot a device (evicted or removed): its observation goes; a claim is kept
