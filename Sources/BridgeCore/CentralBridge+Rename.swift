@@ -16,6 +16,18 @@ extension CentralBridge {
     let configured = discovery.configuredNames[address]
     let id = name ?? configured ?? DeviceID(address: address)
     let old = discovery.registry[address]?.id ?? gatt?.name(of: address)
+    // Names of devices this gateway does not know are kept for when they appear, but no more
+    // of them than the registry holds devices: retained names are anyone's to publish.
+    let known = discovery.registry[address] != nil || gatt?.state(of: address) != nil
+    if name != nil, !known, discovery.registry.naming.friendlyNames[address] == nil,
+      discovery.registry.naming.friendlyNames.count >= discovery.registry.capacity
+    {
+      var data = eventData(address)
+      data["name"] = .string(id.rawValue)
+      data["message"] = .string(
+        "\(discovery.registry.capacity) names of devices not seen are kept already")
+      return [.discovery(event("device_rename_refused", data))]
+    }
     var outputs: [Output] = []
     do throws(DeviceRegistry.RenameConflict) {
       outputs += try discovery.rename(address, to: id).map(Output.discovery)

@@ -44,6 +44,8 @@ public final class GatewayService: Service, Sendable {
   private let peripheralCommands: AsyncStream<PeripheralCommand>.Continuation
   private static let peripheralCommandLimit = 16
   let centralRole: CentralRoleService?
+  /// The multi-level device names whose request topics have subscriptions of their own.
+  private let namedSubscriptions = Mutex<Set<String>>([])
   /// The central port, for the simulated radio's figures in health.
   private let centralPort: (any BLECentral)?
   let peripheralRole: PeripheralRoleService?
@@ -401,10 +403,20 @@ public final class GatewayService: Service, Sendable {
     guard centralRole?.servesConnections == true,
       case .success(let name?) = CentralBridge.name(from: payload), name.levels.count > 1
     else { return }
+    // At most this many names get subscriptions of their own (retained names are anyone's to
+    // publish); the rest are reached by address.
+    let added = namedSubscriptions.withLock { names in
+      guard names.count < Self.namedSubscriptionLimit else { return false }
+      return names.insert(name.rawValue).inserted
+    }
+    guard added else { return }
     for filter in topics.deviceRequestFilters(for: name) {
       client.addSubscription(filter.rawValue)
     }
   }
+
+  /// The most multi-level names subscribed to.
+  static let namedSubscriptionLimit = 256
 
   private func serveRequests() async {
     for await message in client.messages {

@@ -94,3 +94,38 @@ struct GATTBridgeRenameTests {
       })
   }
 }
+
+@Suite("Retained names from the broker")
+struct RetainedNameTests {
+  @Test func namesOfUnseenDevicesAreBoundedByTheRegistry() {
+    var bridge = CentralBridge(
+      discovery: DiscoveryBridge(
+        topics: Fixture.topics, configuration: .init(registry: DeviceRegistry(capacity: 2))),
+      gatt: GATTBridge(topics: Fixture.topics))
+    var refused = 0
+    for index in 0..<5 {
+      let address = BluetoothAddress(bytes: [0xD0, 0, 0, 0, 0, UInt8(index)])!
+      let outputs = bridge.fleetMessage(
+        .name(address), payload: Array("room/\(index)".utf8), now: Double(index))
+      refused +=
+        outputs.filter {
+          if case .discovery(.publish(_, let payload, _)) = $0 {
+            return String(decoding: payload, as: UTF8.self).contains("device_rename_refused")
+          }
+          return false
+        }.count
+    }
+    #expect(refused == 3)
+    #expect(bridge.discovery.registry.naming.friendlyNames.count == 2)
+    // A bad name is refused with an event, and changes nothing.
+    let bad = bridge.fleetMessage(
+      .name(BluetoothAddress(bytes: [0xD0, 0, 0, 0, 0, 9])!), payload: Array("a/#".utf8), now: 9)
+    #expect(
+      bad.contains {
+        if case .discovery(.publish(_, let payload, _)) = $0 {
+          return String(decoding: payload, as: UTF8.self).contains("device_name_invalid")
+        }
+        return false
+      })
+  }
+}
