@@ -372,14 +372,7 @@ public struct DiscoveryBridge: Sendable {
       outputs += homeAssistant?.observed(after, decoded: nil) ?? []
       if after.connection.isConnected { outputs += homeAssistant?.linked(after) ?? [] }
     }
-    outputs.append(.publish(topics.availability(after.id), after.availabilityJSON, retain: true))
-    if let reading = presence.lastReading(of: address) {
-      outputs.append(
-        .publish(
-          topics.presence(after.id),
-          reading.json(gateway: topics.gateway, wallClockOffset: wallClockOffset), retain: true))
-    }
-    return outputs
+    return outputs + availabilityAndPresence(after)
   }
 
   /// Notes a device's owner for the devices list (fleet ownership); `nil` for none.
@@ -402,9 +395,15 @@ public struct DiscoveryBridge: Sendable {
   /// - Returns: The retained publications; none for a device the registry does not hold.
   public func deviceState(_ address: BluetoothAddress) -> [BridgeOutput] {
     guard let record = registry[address] else { return [] }
-    var outputs = homeAssistant?.republish(address) ?? []
-    outputs.append(.publish(topics.availability(record.id), record.availabilityJSON, retain: true))
-    if let reading = presence.lastReading(of: address) {
+    return (homeAssistant?.republish(address) ?? []) + availabilityAndPresence(record)
+  }
+
+  /// A device's retained availability and (when judged) presence, under its current id.
+  private func availabilityAndPresence(_ record: DeviceRecord) -> [BridgeOutput] {
+    var outputs: [BridgeOutput] = [
+      .publish(topics.availability(record.id), record.availabilityJSON, retain: true)
+    ]
+    if let reading = presence.lastReading(of: record.address) {
       outputs.append(
         .publish(
           topics.presence(record.id),
