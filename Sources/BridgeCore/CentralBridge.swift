@@ -126,6 +126,22 @@ public struct CentralBridge: Sendable {
     return (ownedOnly(outputs.map(Output.discovery)), result)
   }
 
+  /// Runs a `device/remove` request: the discovery half forgets the device and asks the stack
+  /// to remove it (``DiscoveryBridge/remove(_:)``), the connection half forgets its link and
+  /// clears its retained `connection` and `gatt` (``GATTBridge/remove(_:now:)``).
+  ///
+  /// - Parameters:
+  ///   - body: The request's JSON object.
+  ///   - now: The time.
+  /// - Returns: What to do and the response.
+  public mutating func remove(_ body: JSONObject, now: Double) -> ([Output], BridgeResponse) {
+    let (outputs, response) = discovery { $0.remove(body) }
+    var removed: BluetoothAddress?
+    for case .discovery(.removeDevice(let address)) in outputs { removed = address }
+    guard let removed else { return (outputs, response) }
+    return (outputs + connections(now: now) { $0.remove(removed, now: now) }, response)
+  }
+
   /// Runs one step of the connection half (a request, the outcome of a connection or an
   /// operation) and copies the link states it changed into the device registry.
   ///

@@ -234,19 +234,7 @@ public struct GATTBridge: Sendable {
       }
     }
     guard var link = links[address], link.id != id else { return [] }
-    var outputs: [GATTOutput] = [
-      .publish(topic: topics.connection(old), payload: [], retain: true),
-      .publish(topic: topics.gatt(old), payload: [], retain: true),
-    ]
-    if configuration.retainValues, let tree = link.tree {
-      for service in tree.services {
-        for characteristic in service.characteristics {
-          let path = CharacteristicPath(
-            device: old, service: service.uuid, characteristic: characteristic.uuid)
-          outputs.append(.publish(topic: topics.value(path), payload: [], retain: true))
-        }
-      }
-    }
+    var outputs = clearRetained(old, tree: link.tree)
     linkByID[old] = nil
     link.id = id
     links[address] = link
@@ -276,6 +264,48 @@ public struct GATTBridge: Sendable {
   public static let ownershipSettle = 1.0
 
   /// A new link, owned unless fleet ownership says otherwise.
+  /// Forgets a device (a `device/remove`): its queued operations fail with `not_connected`,
+  /// its retained `connection` and `gatt` (and values, with `mqtt.retain_values`) are cleared,
+  /// and its link goes with any `device/connect` request. A device the configuration connects
+  /// by address (`bluetooth.connect.addresses`) gets a fresh, disconnected link, connected again
+  /// when it is heard. The stack's `RemoveDevice` (which the discovery half asks for) ends a
+  /// live link; its disconnection then finds nothing to publish.
+  ///
+  /// - Parameters:
+  ///   - address: The device.
+  ///   - now: The time.
+  /// - Returns: What to publish; nothing for a device without a link.
+  public mutating func remove(_ address: BluetoothAddress, now: Double) -> [GATTOutput] {
+    guard let link = links.removeValue(forKey: address) else { return [] }
+    linkByID[link.id] = nil
+    var outputs = failQueued(address: address, code: .notConnected, message: "the device was removed")
+    outputs += clearRetained(link.id, tree: link.tree)
+    guard configuration.policy.addresses.contains(address) else { return outputs }
+    var fresh = makeLink(address, now: now)
+    fresh.selected = true
+    links[address] = fresh
+    linkByID[fresh.id] = address
+    return outputs + [connectionOutput(fresh)]
+  }
+
+  /// Empty retained payloads for a device id's `connection`, `gatt` and, with
+  /// `mqtt.retain_values`, each value of `tree`.
+  func clearRetained(_ id: DeviceID, tree: GATTTree?) -> [GATTOutput] {
+    var outputs: [GATTOutput] = [
+      .publish(topic: topics.connection(id), payload: [], retain: true),
+      .publish(topic: topics.gatt(id), payload: [], retain: true),
+    ]
+    guard configuration.retainValues, let tree else { return outputs }
+    for service in tree.services {
+      for characteristic in service.characteristics {
+        let path = CharacteristicPath(
+          device: id, service: service.uuid, characteristic: characteristic.uuid)
+        outputs.append(.publish(topic: topics.value(path), payload: [], retain: true))
+      }
+    }
+    return outputs
+  }
+
   func makeLink(_ address: BluetoothAddress, now: Double) -> Link {
     var link = Link(address: address, id: name(of: address), now: now)
     link.owned = ownedAddresses?.contains(address) ?? true

@@ -114,9 +114,9 @@ public final class CentralRoleService: Sendable {
     driver.feed { bridge, _ in bridge.discovery { ($0.homeAssistantRepublish(), ()) } }
   }
 
-  /// Answers a `device/remove` bridge request (``DiscoveryBridge/remove(_:)``).
+  /// Answers a `device/remove` bridge request (``CentralBridge/remove(_:now:)``).
   public func remove(_ body: JSONObject) -> BridgeResponse {
-    driver.feed { bridge, _ in bridge.discovery { $0.remove(body) } }
+    driver.feed { bridge, now in bridge.remove(body, now: now) }
   }
 
   /// Answers `device/connect` and `device/disconnect` bridge requests.

@@ -99,4 +99,89 @@ struct CentralBridgeTests {
     #expect(bridge.discovery.wallClockOffset == 3600)
     #expect(bridge.gatt?.wallClockOffset == 3600)
   }
+
+  /// The retained publications among `outputs`: topic → payload.
+  func retained(_ outputs: [CentralBridge.Output]) -> [String: [UInt8]] {
+    var topics: [String: [UInt8]] = [:]
+    for case .gatt(.publish(let topic, let payload, retain: true)) in outputs {
+      topics[topic.rawValue] = payload
+    }
+    return topics
+  }
+
+  /// A connected, resolved sensor on a bridge whose policy connects nothing by itself.
+  func linkedOnRequest() throws -> CentralBridge {
+    var bridge = CentralBridge(
+      discovery: DiscoveryBridge(topics: Fixture.topics, configuration: .init(devicesInterval: 0)),
+      gatt: GATTBridge(topics: Fixture.topics, configuration: .init(retryMinDelay: 30)))
+    _ = bridge.handle(.deviceUpdated(Fixture.advert(rssi: -60)), now: t0)
+    let answer = bridge.deviceRequest(connect: true, body: ["device": "A4:C1:38:1E:29:DF"], now: t0)
+    #expect(try #require(answer).1.ok)
+    _ = bridge.tick(now: t0)
+    _ = bridge.connections(now: t0 + 1) { $0.connectFinished(sensor, error: nil, now: t0 + 1) }
+    _ = bridge.handle(.connectionChanged(sensor, connected: true), now: t0 + 1)
+    _ = bridge.handle(.servicesResolved(sensor, GATTHarness.tree), now: t0 + 1.5)
+    #expect(bridge.gatt?.state(of: sensor) == .ready)
+    return bridge
+  }
+
+  @Test(
+    "device/remove of a linked device clears its retained connection and gatt and forgets the link"
+  )
+  func removeLinked() throws {
+    var bridge = try linkedOnRequest()
+    let (outputs, response) = bridge.remove(["device": "A4C1381E29DF"], now: t0 + 5)
+    #expect(response.ok)
+    let cleared = retained(outputs)
+    #expect(cleared["gatt2mqtt/A4C1381E29DF/connection"] == [])
+    #expect(cleared["gatt2mqtt/A4C1381E29DF/gatt"] == [])
+    #expect(
+      outputs.contains {
+        if case .discovery(.removeDevice(let address)) = $0 { return address == sensor }
+        return false
+      })
+    #expect(bridge.gatt?.state(of: sensor) == nil)
+    #expect(bridge.discovery.registry[sensor] == nil)
+    // The stack's RemoveDevice ends the link: nothing is published for it again, and no
+    // attempt to connect follows (the device/connect request went with the link).
+    let after = bridge.handle(.connectionChanged(sensor, connected: false), now: t0 + 6)
+    #expect(retained(after).isEmpty)
+    #expect(
+      !bridge.tick(now: t0 + 100).contains {
+        if case .gatt(.connect(let address, _)) = $0 { return address == sensor }
+        return false
+      })
+  }
+
+  @Test("device/remove of a device the configuration connects starts its link over, disconnected")
+  func removeConfigured() throws {
+    var bridge = bridge()
+    _ = bridge.tick(now: t0)
+    _ = bridge.handle(.deviceUpdated(Fixture.advert(rssi: -60)), now: t0 + 0.5)
+    _ = bridge.connections(now: t0 + 1) { $0.connectFinished(sensor, error: nil, now: t0 + 1) }
+    _ = bridge.handle(.connectionChanged(sensor, connected: true), now: t0 + 1)
+    _ = bridge.handle(.servicesResolved(sensor, GATTHarness.tree), now: t0 + 1.5)
+    let (outputs, response) = bridge.remove(["device": "A4:C1:38:1E:29:DF"], now: t0 + 5)
+    #expect(response.ok)
+    let publications = outputs.compactMap { output -> (String, [UInt8])? in
+      guard case .gatt(.publish(let topic, let payload, retain: true)) = output else { return nil }
+      return (topic.rawValue, payload)
+    }
+    // Cleared first, then the fresh link's state: the configuration still wants it.
+    #expect(publications.first { $0.0.hasSuffix("/gatt") }?.1 == [])
+    let states = publications.filter { $0.0 == "gatt2mqtt/A4C1381E29DF/connection" }.map(\.1)
+    #expect(states.count == 2)
+    #expect(states.first == [])
+    #expect(try JSONValue.parse(try #require(states.last))["state"] == "disconnected")
+    #expect(bridge.gatt?.state(of: sensor) == .disconnected)
+  }
+
+  @Test("device/remove of an unknown address answers as before and touches no link")
+  func removeUnknown() throws {
+    var bridge = try linkedOnRequest()
+    let (outputs, response) = bridge.remove(["device": "11:22:33:44:55:66"], now: t0 + 5)
+    #expect(response.ok)
+    #expect(retained(outputs).isEmpty)
+    #expect(bridge.gatt?.state(of: sensor) == .ready)
+  }
 }

@@ -107,6 +107,22 @@ struct OwnershipArbiterTests {
     }
   }
 
+  /// HCI's 127 means "RSSI not available": the lab's virtual controllers report it for every
+  /// advertisement. Published as is, every claim was malformed and no one ever owned the device.
+  @Test func controllersWithoutRSSIStillEndWithOneOwnerAndValidClaims() throws {
+    var fleet = OwnershipFleet(gateways: ["a", "b"])
+    for index in 0..<2 { fleet.start(index, now: 0) }
+    run(&fleet, from: 0, seconds: 10, rssi: [127, 127])
+    #expect(fleet.owners(of: device).count == 1)
+    let claim = try OwnershipClaim(parsing: try #require(fleet.retained["t/A4C1381E29DF/owner"]))
+    #expect(claim.rssi == -127)
+    // A gateway that does measure the device ranks before one that cannot.
+    var mixed = OwnershipFleet(gateways: ["a", "b"])
+    for index in 0..<2 { mixed.start(index, now: 0) }
+    run(&mixed, from: 0, seconds: 10, rssi: [127, -70], device: other)
+    #expect(mixed.owners(of: other) == [1])
+  }
+
   @Test func twoClaimsRacingLeaveTheLaterOneOnEveryGateway() {
     var fleet = OwnershipFleet(gateways: ["a", "b"])
     fleet.start(0, now: 0)

@@ -2,7 +2,8 @@
 
     lab.dir            this scenario's results folder (kept when the run fails)
     lab.log(...)       a line in <scenario>/scenario.log
-    lab.adapter        "hci0": bluetoothd's controller (the gateway's)
+    lab.adapter        "hci0": bluetoothd's controller (the gateway's); a scenario that sets
+                       `CONTROLLERS = 2` also has "hci1" (the runner brings the air up again)
     lab.broker         ("127.0.0.1", 1883): the mosquitto broker in the VM (fresh per scenario)
     lab.gateway_path   the gatt2mqtt binary given with `lab/run --gateway PATH`, or None
     lab.address()      a fresh random static address
@@ -109,10 +110,11 @@ class Lab:
         return p
 
     async def gateway(self, config: str, *args: str, env: dict | None = None,
-                      config_name: str = "gatt2mqtt.yaml", user: str | None = None) -> Proc:
+                      config_name: str = "gatt2mqtt.yaml", user: str | None = None,
+                      name: str = "gateway") -> Proc:
         """Start the gateway binary (lab/run --gateway PATH) with `config` written to a file in
         this scenario's folder: `gatt2mqtt --config <file> <args>`, as `user` (with that user's
-        groups, through setpriv) when given. Its output goes to gateway.log."""
+        groups, through setpriv) when given. Its output goes to `<name>.log` (gateway.log)."""
         if not self.gateway_path:
             raise LabError("this scenario needs the gateway: run lab/run --gateway PATH")
         path = self.dir / config_name
@@ -120,7 +122,7 @@ class Lab:
         argv = [self.gateway_path, "--config", str(path), *args]
         if user:
             argv = ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", "--", *argv]
-        return await self.process("gateway", argv, env=env)
+        return await self.process(name, argv, env=env)
 
     async def publish_file(self, topic: str, payload: bytes, name: str, retain: bool = True) -> None:
         """Publish a (possibly large) payload with mosquitto_pub, a short-lived client of its own

@@ -330,6 +330,14 @@ class Runner:
         return result
 
 
+def controllers_of(path: Path | None, default: int) -> int:
+    """The kernel controllers a scenario asks for (`CONTROLLERS = N`; hci0, hci1, …), at least
+    the run's own count."""
+    if path is None:
+        return default
+    return max(default, int(Runner.meta(path).get("CONTROLLERS", default)))
+
+
 def resolve(cfg: dict) -> list[tuple[str, Path | None]]:
     sdir = Path(cfg.get("scenario_dir") or LAB_DIR / "scenarios")
     available = {p.stem: p for p in sorted(sdir.glob("*.py")) if not p.name.startswith("_")}
@@ -371,13 +379,29 @@ async def main(results: Path) -> int:
         (results / "summary.json").write_text(json.dumps(summary, indent=1))
         return 1
 
-    selected = resolve(cfg)
+    base_controllers = runner.controllers
+    # Scenarios that need more kernel controllers (CONTROLLERS = N) run last, so the air is
+    # brought up again at most once.
+    selected = sorted(resolve(cfg), key=lambda s: controllers_of(s[1], base_controllers))
     for i, (name, path) in enumerate(selected, 1):
         if path is None:
             r = {"name": name, "rows": "?", "status": "failed", "seconds": 0.0,
                  "message": "no such scenario"}
         else:
-            r = await runner.run_scenario(path, results / name)
+            wanted = controllers_of(path, base_controllers)
+            r = None
+            if wanted != runner.controllers:
+                runner.log("scenario", name, "needs", wanted, "controller(s): restarting the air")
+                try:
+                    await runner.stop_air()
+                    runner.controllers = wanted
+                    await runner.start_air()
+                except Exception as e:  # noqa: BLE001 - the lab itself failed
+                    r = {"name": name, "rows": runner.meta(path).get("ROWS", "?"),
+                         "status": "failed", "seconds": 0.0,
+                         "message": f"lab: bringing up {wanted} controllers failed: {e}"}
+            if r is None:
+                r = await runner.run_scenario(path, results / name)
         summary["scenarios"].append(r)
         # Progress only: lab/run prints the summary lines from summary.json once the VM is down
         # (the console may lose the last bytes written before the VM powers off).

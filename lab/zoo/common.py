@@ -82,6 +82,9 @@ def base_parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--readvertise", type=float, default=3.0,
                    help="while unconnected, restart advertising every N s (btvirt only reports "
                         "an advertiser when its advertising is (re)enabled); 0 = never")
+    p.add_argument("--advertise-connected", action="store_true",
+                   help="keep advertising (every --readvertise s) while connected, so that a "
+                        "second central can connect too (a peripheral that takes several links)")
     p.add_argument("--max-mtu", type=int, default=0,
                    help="largest ATT MTU this peer's GATT server accepts (0 = Bumble's default, 517)")
     p.add_argument("--log-level", default=os.environ.get("LAB_PEER_LOG", "INFO"))
@@ -185,7 +188,7 @@ class Peer:
         period = self.args.readvertise
         while not self._stop.is_set():
             await asyncio.sleep(period)
-            if self.advertise_wanted and not self.connections:
+            if self.advertise_wanted and (not self.connections or self.args.advertise_connected):
                 try:
                     await self.restart_advertising()
                 except Exception as e:  # noqa: BLE001

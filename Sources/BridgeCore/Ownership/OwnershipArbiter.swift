@@ -322,6 +322,10 @@ public struct OwnershipArbiter: Sendable {
 
   /// An advertisement with RSSI from a device the gateway keeps.
   ///
+  /// A reading outside -127...20 dBm — 127 is HCI's "RSSI not available", which some
+  /// controllers (and the lab's virtual ones) report for every advertisement — counts as the
+  /// weakest, -127 dBm: the device is heard, ranked last, and claims stay valid.
+  ///
   /// - Parameters:
   ///   - address: The device.
   ///   - rssi: Its RSSI in dBm.
@@ -338,7 +342,7 @@ public struct OwnershipArbiter: Sendable {
       devices[victim.key] = nil
     }
     var device = devices[address] ?? Device()
-    let sample = Double(rssi)
+    let sample = Double((-127...20).contains(rssi) ? rssi : -127)
     if let previous = device.rssi, let last = device.lastSample,
       now - last < 3 * configuration.staleAfter
     {

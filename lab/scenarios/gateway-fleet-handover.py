@@ -1,0 +1,139 @@
+"""Two gateways on two controllers of one bluetoothd (hci0 and hci1, `fleet.ownership` on, one broker) hear one sensor: exactly one claims it and connects, its notifications reach MQTT once each, in order; SIGKILL the owner → its last will hands the device to the other gateway, which connects through its own controller and the notifications resume within 10 s (the figure is logged), again once each and in order; both gateways' events name the hand-over."""
+
+import json
+import signal
+import time
+
+from bluez import BlueZ
+from labkit import uuids
+from procs import LabError, scaled
+
+ROWS = "C3 C7"
+TIMEOUT = 420
+CONTROLLERS = 2
+
+HR_RATE = 20  # per second, for as long as a central is subscribed
+BEFORE = 100  # values that must arrive through the first owner
+AFTER = 60  # values that must arrive through the second one
+HANDOVER_LIMIT = 10.0  # seconds from the kill to the first value through the new owner
+
+
+def config(gw: str, adapter: str, sensor: str) -> str:
+    return f"""
+mqtt:
+  host: 127.0.0.1
+  port: 1883
+gateway:
+  id: {gw}
+log:
+  level: debug
+bluetooth:
+  radio: bluez
+  adapter: {adapter}
+  connect:
+    addresses: ["{sensor}"]
+fleet:
+  ownership:
+    enabled: true
+"""
+
+
+def seqs(messages) -> list[int]:
+    """The sensor's sequence numbers (heart-rate Energy Expended field) of published values."""
+    return [int.from_bytes(bytes.fromhex(m.text)[2:4], "little") for m in messages]
+
+
+async def connected_adapters(address: str) -> list[str]:
+    """The controllers (hci0, hci1) on which bluetoothd holds a link to `address`."""
+    bluez = await BlueZ().connect()
+    try:
+        devices = await bluez.devices()
+    finally:
+        bluez.close()
+    return sorted(path.split("/")[3] for path, d in devices.items()
+                  if d.get("Address", "").upper() == address.upper() and d.get("Connected"))
+
+
+async def run(lab):
+    # hr_count 0: a stream per subscription, numbered from 0, until it is unsubscribed.
+    sensor = await lab.peer("sensor", hr_rate=HR_RATE, hr_count=0, hr_steady=True,
+                            advertise_connected=True)
+    dev = sensor.address.replace(":", "").upper()
+    mqtt = await lab.mqtt(subscribe="gatt2mqtt/#")
+    hr = (f"gatt2mqtt/{dev}/gatt/{uuids.HEART_RATE_SERVICE.lower()}/"
+          f"{uuids.HEART_RATE_MEASUREMENT.lower()}")
+    # The wish is the device's, not a gateway's: it follows the device to its owner.
+    mqtt.publish(f"{hr}/notify", "on", retain=True)
+    mark = mqtt.mark()
+    adapter_of = {"lab-a": "hci0", "lab-b": "hci1"}
+    gateways = {
+        gw: await lab.gateway(config(gw, adapter, sensor.address), name=f"gateway-{gw}",
+                              config_name=f"{gw}.yaml")
+        for gw, adapter in adapter_of.items()
+    }
+
+    def owner_claims(after: int) -> list[dict]:
+        return [m.json() for m in mqtt.received(f"gatt2mqtt/{dev}/owner", after=after) if m.payload]
+
+    await mqtt.expect(f"gatt2mqtt/{dev}/connection", after=mark,
+                      where=lambda m: m.json().get("state") == "ready", timeout=180)
+    claims = owner_claims(mark)
+    lab.check(claims, "the device became ready without an owner claim")
+    owner = claims[-1]["gw"]
+    other = "lab-b" if owner == "lab-a" else "lab-a"
+    lab.log(f"owner {owner} ({adapter_of[owner]}); claims: {claims}")
+
+    try:
+        await mqtt.expect(hr, after=mark, where=lambda m: len(mqtt.received(hr, after=mark)) >= BEFORE,
+                          timeout=BEFORE / HR_RATE * 4 + 60)
+    except LabError:
+        raise LabError(f"through {owner}: only {len(mqtt.received(hr, after=mark))} of {BEFORE} "
+                       "heart-rate values published") from None
+    first = seqs(mqtt.received(hr, after=mark))
+    lab.check(first == list(range(len(first))),
+              f"through {owner}: values lost, repeated or out of order: {first[:20]}…")
+    links = await connected_adapters(sensor.address)
+    lab.check(links == [adapter_of[owner]], f"links to the sensor before the kill: {links}")
+    connections = sensor.events("connected")
+    lab.check(len(connections) == 1, f"the sensor accepted {len(connections)} connections: {connections}")
+    lab.check(gateways[other].running, f"{other} (not the owner) kept running")
+
+    # The owner dies without a word: the broker publishes its will, the other takes over.
+    mark = mqtt.mark()
+    killed_at = time.monotonic()
+    gateways[owner].send_signal(signal.SIGKILL)
+    try:
+        await mqtt.expect(hr, after=mark, timeout=120)
+    except LabError:
+        raise LabError(f"no value through {other} within 120 s of killing {owner}") from None
+    resumed = mqtt.received(hr, after=mark)[0].t - killed_at
+    lab.log(f"notifications resumed through {other} {resumed:.1f} s after {owner} was killed")
+    lab.check(resumed <= scaled(HANDOVER_LIMIT),
+              f"notifications resumed {resumed:.1f} s after the kill (limit {scaled(HANDOVER_LIMIT):.0f} s)")
+    claims = owner_claims(mark)
+    lab.check(claims and claims[-1]["gw"] == other and claims[-1].get("reason") == "owner_offline",
+              f"claims after the kill: {claims}")
+    gained = [m.json() for m in mqtt.received(f"gatt2mqtt/bridge/{other}/event", after=mark)
+              if m.json().get("type") == "ownership_gained"]
+    lab.check(gained and gained[0].get("data", {}).get("from") == owner,
+              f"{other} did not say ownership_gained from {owner}: {gained}")
+
+    try:
+        await mqtt.expect(hr, after=mark, where=lambda m: len(mqtt.received(hr, after=mark)) >= AFTER,
+                          timeout=AFTER / HR_RATE * 4 + 60)
+    except LabError:
+        raise LabError(f"through {other}: only {len(mqtt.received(hr, after=mark))} of {AFTER} "
+                       "values after the hand-over") from None
+    second = seqs(mqtt.received(hr, after=mark))
+    # A new subscription: the sensor numbers its stream from 0 again.
+    lab.check(second == list(range(len(second))),
+              f"through {other}: values lost, repeated or out of order: {second[:20]}…")
+    links = await connected_adapters(sensor.address)
+    lab.check(adapter_of[other] in links, f"links to the sensor after the hand-over: {links}")
+    ready = [m.json() for m in mqtt.received(f"gatt2mqtt/{dev}/connection", after=mark)
+             if m.json().get("state") == "ready"]
+    lab.check(ready and ready[-1].get("owner") == other,
+              f"connection after the hand-over: {ready[-1:] or 'never ready'}")
+    lab.log(f"{len(first)} values through {owner}, then {len(second)} through {other}; links {links}")
+    lab.check(gateways[other].running, f"{other} kept running")
+    lab.log(json.dumps({"handover_seconds": round(resumed, 2), "owner": owner, "successor": other}))
