@@ -80,7 +80,7 @@ extension BlueZCentral: BlueZSessionClient {
     owner = nil
     synced = false
     let resetting = model.resetting
-    model = BlueZObjectModel(maxDevices: configuration.maxDevices)
+    model = BlueZObjectModel(maxDevices: configuration.maxDevices, adapter: configuration.adapter)
     model.resetting = resetting
     sessions = [:]
     watchdogs = [:]

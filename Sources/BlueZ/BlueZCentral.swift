@@ -126,7 +126,7 @@ public actor BlueZCentral: BLECentral {
     self.configuration = configuration
     self.logger = logger
     hub = EventHub(bufferSize: 1)  // sinks only: streams come from `events(bufferSize:)`
-    model = BlueZObjectModel(maxDevices: configuration.maxDevices)
+    model = BlueZObjectModel(maxDevices: configuration.maxDevices, adapter: configuration.adapter)
     ownSession = owning ? session : nil
     session.register(self)
   }

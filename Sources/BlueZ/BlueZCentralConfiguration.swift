@@ -21,6 +21,11 @@ public struct BlueZCentralConfiguration: Sendable, Hashable {
   public var startupWait: Duration
   /// The scanner watchdog.
   public var watchdog: ScannerWatchdogConfiguration
+  /// The one adapter whose devices the central sees and acts on (`bluetooth.adapter`, for
+  /// example `hci1`), or `nil` (the default) for every adapter. With two adapters on one
+  /// bluetoothd each has its own object for the same address: a central bound to one adapter
+  /// must neither report nor disconnect the other adapter's link.
+  public var adapter: String?
 
   /// Makes a configuration.
   ///
@@ -33,12 +38,14 @@ public struct BlueZCentralConfiguration: Sendable, Hashable {
   ///   - maxReconnectDelay: The longest reconnection delay.
   ///   - startupWait: How long `adapters()` waits for the first snapshot.
   ///   - watchdog: The scanner watchdog's settings.
+  ///   - adapter: The one adapter whose devices are seen; `nil` for every adapter.
   public init(
     busAddress: String? = nil, signalBufferSize: Int = 8192,
     maxDevices: Int = 4096, callTimeout: Duration = .seconds(10),
     reconnectDelay: Duration = .milliseconds(500), maxReconnectDelay: Duration = .seconds(30),
     startupWait: Duration = .seconds(5),
-    watchdog: ScannerWatchdogConfiguration = ScannerWatchdogConfiguration()
+    watchdog: ScannerWatchdogConfiguration = ScannerWatchdogConfiguration(),
+    adapter: String? = nil
   ) {
     self.busAddress = busAddress
     self.signalBufferSize = signalBufferSize
@@ -48,6 +55,7 @@ public struct BlueZCentralConfiguration: Sendable, Hashable {
     self.maxReconnectDelay = maxReconnectDelay
     self.startupWait = startupWait
     self.watchdog = watchdog
+    self.adapter = adapter
   }
 
   /// The bus settings of a session the central makes for itself.

@@ -278,7 +278,8 @@ public struct GATTBridge: Sendable {
   public mutating func remove(_ address: BluetoothAddress, now: Double) -> [GATTOutput] {
     guard let link = links.removeValue(forKey: address) else { return [] }
     linkByID[link.id] = nil
-    var outputs = failQueued(address: address, code: .notConnected, message: "the device was removed")
+    var outputs = failQueued(
+      address: address, code: .notConnected, message: "the device was removed")
     outputs += clearRetained(link.id, tree: link.tree)
     guard configuration.policy.addresses.contains(address) else { return outputs }
     var fresh = makeLink(address, now: now)

@@ -8,6 +8,7 @@ extension BlueZCentralConfiguration {
   ///
   /// - Parameter configuration: The loaded configuration.
   public init(gateway configuration: GatewayConfiguration) {
-    self.init(maxDevices: configuration.bluetooth.maxDevices)
+    self.init(
+      maxDevices: configuration.bluetooth.maxDevices, adapter: configuration.bluetooth.adapter)
   }
 }

@@ -176,6 +176,52 @@ struct BlueZObjectModelTests {
     #expect(model.devices.isEmpty && model.adapters.isEmpty)
   }
 
+  /// Two gateways on two adapters of one bluetoothd (the lab's fleet hand-over): each adapter
+  /// has its own object for the same address. Bound to hci0, the model must not report hci1's
+  /// link as its own (the gateway then disconnected the other gateway's link).
+  @Test("bound to one adapter, another adapter's object for the same address is not mirrored")
+  func boundToOneAdapter() throws {
+    let address = Self.address(5)
+    let own: DBusObjectPath = "/org/bluez/hci0/dev_00_00_00_00_00_05"
+    let foreign: DBusObjectPath = "/org/bluez/hci1/dev_00_00_00_00_00_05"
+    let device: [String: DBusValue] = ["Address": .string(address.description)]
+    let objects: [(DBusObjectPath, [String: [String: DBusValue]])] = [
+      (Self.adapterPath, [BlueZNames.adapter: Self.adapterProperties]),
+      ("/org/bluez/hci1", [BlueZNames.adapter: Self.adapterProperties]),
+      (own, [BlueZNames.device: device]),
+      (foreign, [BlueZNames.device: device.merging(["Connected": .bool(true)]) { $1 }]),
+      (
+        "/org/bluez/hci1/dev_00_00_00_00_00_05/service0001",
+        [BlueZNames.gattService: ["UUID": .string("0000180d-0000-1000-8000-00805f9b34fb")]]
+      ),
+    ]
+    var bound = BlueZObjectModel(maxDevices: 10, adapter: "hci0")
+    let events = try bound.load(Self.snapshot(objects), now: Self.start)
+    #expect(bound.devices.keys.sorted() == [own])
+    #expect(bound.device(address: address)?.connected == false)
+    #expect(bound.adapters.count == 2)
+    #expect(events.filter { if case .deviceAppeared = $0 { true } else { false } }.count == 1)
+    // The other adapter's signals change nothing and ask for nothing.
+    var update = bound.apply(
+      Self.changed(foreign, BlueZNames.device, ["Connected": .bool(false)]), now: Self.start)
+    #expect(update == BlueZObjectModel.Update())
+    update = bound.apply(
+      Self.added(
+        "/org/bluez/hci1/dev_00_00_00_00_00_06",
+        [BlueZNames.device: ["Address": .string(Self.address(6).description)]]),
+      now: Self.start)
+    #expect(update == BlueZObjectModel.Update())
+    update = bound.apply(
+      Self.changed(own, BlueZNames.device, ["Connected": .bool(true)]), now: Self.start)
+    #expect(update.events == [.connectionChanged(address, connected: true)])
+
+    // Unbound (no bluetooth.adapter), both objects are mirrored and the connected one wins.
+    var every = BlueZObjectModel(maxDevices: 10)
+    _ = try every.load(Self.snapshot(objects), now: Self.start)
+    #expect(every.devices.count == 2)
+    #expect(every.device(address: address)?.connected == true)
+  }
+
   @Test("malformed signals are ignored and counted")
   func malformedSignals() throws {
     var (model, _) = try loaded(devices: 1)

@@ -42,9 +42,9 @@ struct ConfigurationFileTests {
   }
 
   @Test func unknownSectionIsReported() async throws {
-    let path = try ConfigurationFixture.file("devices:\n  foo: 1\n")
+    let path = try ConfigurationFixture.file("gadgets:\n  foo: 1\n")
     let error = try #require(await ConfigurationFixture.error(file: path))
-    #expect(error.key == "devices")
+    #expect(error.key == "gadgets")
     #expect(error.message == "unknown key")
   }
 
@@ -184,7 +184,7 @@ struct ConfigurationFileTests {
     #expect(error.key == nil)
     #expect(
       error.message
-        == "the top level must be a mapping of the sections bluetooth, fleet, gateway, "
+        == "the top level must be a mapping of the sections bluetooth, devices, fleet, gateway, "
         + "homeassistant, log, mqtt, peripheral, web, got a list")
   }
 

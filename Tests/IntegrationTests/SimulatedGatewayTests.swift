@@ -141,7 +141,7 @@ struct SimulatedGatewayTests {
   }
 
   @Test(
-    "device/remove: forgotten, retained state cleared, removed from the stack (disconnected); it comes back"
+    "device/remove: forgotten, retained state (its link's too) cleared, removed from the stack; it comes back"
   )
   func deviceRemove() async throws {
     let run = try await SimulatedRun(
@@ -171,13 +171,22 @@ struct SimulatedGatewayTests {
       await eventually {
         run.messages("gatt2mqtt/\(battery)/availability").contains { $0.payload.isEmpty }
       })
-    // The simulated stack removed it too, dropping the link (which the policy then restores);
-    // its next advertisement makes it a new device again.
+    // Its link is forgotten with it: the retained connection and GATT tree are cleared (the
+    // simulated stack removed the device too, dropping the link without a word on MQTT).
+    for topic in ["connection", "gatt"] {
+      #expect(
+        await eventually {
+          run.messages("gatt2mqtt/\(battery)/\(topic)").contains { $0.payload.isEmpty }
+        }, "\(topic)")
+    }
+    let cleared = run.messages("gatt2mqtt/\(battery)/connection").lastIndex { $0.payload.isEmpty }
+    // Its next advertisement makes it a new device again, which the policy connects anew.
+    #expect(await eventually { discovered() == 2 })
     #expect(
       await eventually {
-        run.connectionStates(battery).drop { $0 != "ready" }.contains("disconnected")
+        let after = run.messages("gatt2mqtt/\(battery)/connection").suffix(from: (cleared ?? 0) + 1)
+        return after.contains { String(decoding: $0.payload, as: UTF8.self).contains(#""ready""#) }
       }, "\(run.connectionStates(battery))")
-    #expect(await eventually { discovered() == 2 })
     await run.finish()
   }
 

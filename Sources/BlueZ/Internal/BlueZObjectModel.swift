@@ -41,9 +41,28 @@ struct BlueZObjectModel: Sendable {
   var resetting: Set<String> = []
 
   let maxDevices: Int
+  /// The one adapter whose devices the model mirrors (`hci1`), or `nil` for every adapter.
+  let adapter: String?
 
-  init(maxDevices: Int) {
+  /// Makes an empty model.
+  ///
+  /// - Parameters:
+  ///   - maxDevices: The most devices kept.
+  ///   - adapter: The one adapter whose devices (and their GATT objects) are mirrored — a
+  ///     gateway bound to `bluetooth.adapter` must not see, or act on, the links another
+  ///     adapter of the same bluetoothd holds to the same address; `nil` for every adapter.
+  ///     Adapters themselves are always mirrored.
+  init(maxDevices: Int, adapter: String? = nil) {
     self.maxDevices = max(1, maxDevices)
+    self.adapter = adapter
+  }
+
+  /// Whether an object below an adapter (a device, a GATT object) belongs to the mirrored
+  /// adapter: `/org/bluez/<adapter>/…`.
+  func mirrors(_ path: DBusObjectPath) -> Bool {
+    guard let adapter else { return true }
+    let components = path.rawValue.split(separator: "/")
+    return components.count >= 3 && components[2] == adapter
   }
 
   /// The adapter with this id.
@@ -90,6 +109,7 @@ struct BlueZObjectModel: Sendable {
       if let properties = interfaces[BlueZNames.adapter] {
         adapters[path] = BlueZAdapter(path: path, properties: properties)
       }
+      guard mirrors(path) else { continue }
       if let properties = interfaces[BlueZNames.device] {
         deviceObjects.append((path, properties))
       }
@@ -173,6 +193,7 @@ struct BlueZObjectModel: Sendable {
       adapters[path] = adapter
       update.events.append(.adapterChanged(info(adapter)))
     }
+    guard mirrors(path) else { return update }
     if let properties = interfaces[BlueZNames.device] {
       if var device = devices[path] {
         let before = device.advertisement
@@ -241,6 +262,7 @@ struct BlueZObjectModel: Sendable {
       let after = info(adapter)
       if after != before { update.events.append(.adapterChanged(after)) }
     case BlueZNames.device:
+      guard mirrors(path) else { return update }
       guard var device = devices[path] else {
         if adapters[BlueZDevice.parent(of: path)] != nil,
           BlueZDevice.address(fromPath: path) != nil

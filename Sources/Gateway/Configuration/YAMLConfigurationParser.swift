@@ -56,18 +56,22 @@ enum YAMLConfigurationParser {
     var layer = ConfigurationLayer(source: source)
     guard let root else { return layer }
     guard case .mapping(let mapping) = root else {
-      let sections = Set(ConfigurationKey.all.map { $0.path.prefix { $0 != "." } }).sorted()
+      let sections = Set(ConfigurationKey.all.map { $0.path.prefix { $0 != "." } } + ["devices"])
+        .sorted()
       throw ConfigurationError(
         key: nil, source: source, line: root.mark?.line,
         message: "the top level must be a mapping of the sections "
           + sections.joined(separator: ", ") + ", got \(describe(root))")
     }
-    try walk(mapping, prefix: nil, into: &layer)
+    var devices: DeviceSection.Items = [:]
+    try walk(mapping, prefix: nil, into: &layer, devices: &devices)
+    try DeviceSection.apply(devices, to: &layer)
     return layer
   }
 
   private static func walk(
-    _ mapping: Node.Mapping, prefix: String?, into layer: inout ConfigurationLayer
+    _ mapping: Node.Mapping, prefix: String?, into layer: inout ConfigurationLayer,
+    devices: inout DeviceSection.Items
   ) throws(ConfigurationError) {
     for (keyNode, value) in mapping {
       let line = keyNode.mark?.line
@@ -96,7 +100,7 @@ enum YAMLConfigurationParser {
       } else if ConfigurationKey.sections.contains(path) {
         switch value {
         case .mapping(let section):
-          try walk(section, prefix: path, into: &layer)
+          try walk(section, prefix: path, into: &layer, devices: &devices)
         case .scalar(let scalar) where isNull(scalar):
           continue
         default:
@@ -111,6 +115,8 @@ enum YAMLConfigurationParser {
             message: "expected a mapping with the keys \(names.joined(separator: ", ")), got "
               + describe(value))
         }
+      } else if path == "devices" {
+        devices = try DeviceSection.read(value, line: line, source: layer.source)
       } else {
         throw unknownKey(path, source: layer.source, line: line)
       }
@@ -141,7 +147,8 @@ enum YAMLConfigurationParser {
   private static func unknownKey(_ path: String, source: String, line: Int?)
     -> ConfigurationError
   {
-    let candidates = ConfigurationKey.all.map(\.path) + ConfigurationKey.sections.sorted()
+    let candidates =
+      ConfigurationKey.all.map(\.path) + ConfigurationKey.sections.sorted() + ["devices"]
     var message = "unknown key"
     if let suggestion = KeySuggestion.closest(to: path, among: candidates, separator: ".") {
       message += " (did you mean '\(suggestion)'?)"

@@ -1,0 +1,115 @@
+import BridgeCore
+import Foundation
+import Testing
+
+@testable import Gateway
+
+@Suite("Configuration file: the devices section")
+struct ConfigurationDevicesTests {
+  func load(_ yaml: String) async throws -> GatewayConfiguration {
+    try await ConfigurationLoader.load(
+      file: try ConfigurationFixture.file(yaml), environment: [:], arguments: [])
+  }
+
+  func error(_ yaml: String) async throws -> ConfigurationError {
+    try #require(await ConfigurationFixture.error(file: try ConfigurationFixture.file(yaml)))
+  }
+
+  @Test func eachSettingAddsToTheListKeyItStandsForAfterTheFilesOwnItems() async throws {
+    let configuration = try await load(
+      """
+      bluetooth:
+        names: ["11:22:33:44:55:66=hall"]
+        connect:
+          addresses: ["AA:BB:CC:DD:EE:FF"]
+        gatt:
+          notify: ["*/180d/2a37"]
+      devices:
+        "A4:C1:38:1E:29:DF":
+          name: porch/thermometer
+          connect: true
+          notify: [180f/2a19, 181a/2a6e]
+          notify_method: start
+        "c0:ff:ee:00:00:01": kitchen
+        "C0:FF:EE:00:00:02":
+          notify: true
+          connect: false
+      """)
+    let b = configuration.bluetooth
+    #expect(
+      b.names == [
+        "11:22:33:44:55:66=hall", "A4:C1:38:1E:29:DF=porch/thermometer",
+        "c0:ff:ee:00:00:01=kitchen",
+      ])
+    #expect(b.connect.addresses == ["AA:BB:CC:DD:EE:FF", "A4:C1:38:1E:29:DF"])
+    #expect(
+      b.gatt.notify == [
+        "*/180d/2a37", "A4:C1:38:1E:29:DF/180f/2a19", "A4:C1:38:1E:29:DF/181a/2a6e",
+        "C0:FF:EE:00:00:02",
+      ])
+    #expect(b.gatt.notifyMethods == ["A4:C1:38:1E:29:DF=start"])
+    // The names apply: each device's id in topics is its name.
+    let names = configuration.deviceNames
+    #expect(names.count == 3)
+    #expect(names[try BluetoothAddress("A4:C1:38:1E:29:DF")]?.rawValue == "porch/thermometer")
+    #expect(names[try BluetoothAddress("C0:FF:EE:00:00:01")]?.rawValue == "kitchen")
+  }
+
+  @Test func anEmptySectionSetsNothing() async throws {
+    let configuration = try await load("devices:\n")
+    #expect(configuration.bluetooth.names.isEmpty)
+  }
+
+  @Test(arguments: [
+    (
+      "devices:\n  kitchen: hall\n",
+      "devices:2: \"kitchen\" is not a Bluetooth address (quote addresses: \"A4:C1:38:1E:29:DF\")"
+    ),
+    (
+      "devices:\n  \"A4:C1:38:1E:29:DF\":\n    nmae: porch\n",
+      "devices.A4:C1:38:1E:29:DF.nmae:3: unknown key (did you mean 'name'?)"
+    ),
+    (
+      "devices:\n  \"A4:C1:38:1E:29:DF\":\n    connect: sometimes\n",
+      "devices.A4:C1:38:1E:29:DF.connect:3: expected true or false, got \"sometimes\""
+    ),
+    ("devices: [a, b]\n", "devices:1: expected a mapping of device addresses to their settings"),
+    (
+      "devices:\n  \"A4:C1:38:1E:29:DF\": [porch]\n",
+      "devices.A4:C1:38:1E:29:DF:2: expected a name or a mapping with the keys name, connect, "
+        + "notify, notify_method"
+    ),
+  ])
+  func aBadEntrySaysWhereAndWhy(_ yaml: String, _ expected: String) async throws {
+    let failure = try await error(yaml)
+    #expect("\(failure.key ?? "-"):\(failure.line ?? 0): \(failure.message)" == expected)
+  }
+
+  @Test func itemsAreCheckedAsTheirKeysItemsAre() async throws {
+    let taken = try await error(
+      """
+      bluetooth:
+        names: ["11:22:33:44:55:66=hall"]
+      devices:
+        "A4:C1:38:1E:29:DF": hall
+      """)
+    #expect(taken.key == "bluetooth.names")
+    #expect(taken.description.contains("give each device its own name"))
+    let uuid = try await error(
+      """
+      devices:
+        "A4:C1:38:1E:29:DF":
+          notify: [180f/battery]
+      """)
+    #expect(uuid.key == "bluetooth.gatt.notify")
+    #expect(uuid.line == 3)
+    #expect(uuid.description.contains("(from devices)"))
+    let method = try await error(
+      """
+      devices:
+        "A4:C1:38:1E:29:DF":
+          notify_method: sometimes
+      """)
+    #expect(method.key == "bluetooth.gatt.notify_methods")
+  }
+}
