@@ -14,6 +14,7 @@ public enum GatewayRunner {
   /// disconnect).
   /// - Throws: ``GatewayError`` when the gateway cannot start.
   public static func run(configuration: GatewayConfiguration, logger: Logger) async throws {
+    ProcessMetrics.configureAllocator()
     for warning in try preflight(configuration) { logger.warning("\(warning)") }
     let web = configuration.web.enabled ? (hub: WebHub(), metrics: GatewayMetrics()) : nil
     let radio = try makeRadio(configuration, logger: logger, metrics: web?.metrics)
