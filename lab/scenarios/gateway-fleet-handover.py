@@ -90,15 +90,21 @@ async def run(lab):
     other = "lab-b" if owner == "lab-a" else "lab-a"
     lab.log(f"owner {owner} ({adapter_of[owner]}); claims: {claims}")
 
-    try:
-        await mqtt.expect(hr, after=mark, where=lambda m: len(mqtt.received(hr, after=mark)) >= BEFORE,
-                          timeout=BEFORE / HR_RATE * 4 + 60)
-    except LabError:
-        raise LabError(f"through {owner}: only {len(mqtt.received(hr, after=mark))} of {BEFORE} "
-                       "heart-rate values published") from None
-    first = seqs(mqtt.received(hr, after=mark))
-    lab.check(first == list(range(len(first))),
-              f"through {owner}: values lost, repeated or out of order: {first[:20]}…")
+    async def stream(gw: str, after: int, count: int) -> list[int]:
+        """Waits for `count` values after position `after` and checks them: the sensor's
+        numbers from 0 (one stream per subscription), each once, in order."""
+        try:
+            await mqtt.expect(hr, after=after, timeout=count / HR_RATE * 4 + 60,
+                              where=lambda m: len(mqtt.received(hr, after=after)) >= count)
+        except LabError:
+            raise LabError(f"through {gw}: only {len(mqtt.received(hr, after=after))} of {count} "
+                           "heart-rate values published") from None
+        got = seqs(mqtt.received(hr, after=after))
+        lab.check(got == list(range(len(got))),
+                  f"through {gw}: values lost, repeated or out of order: {got[:20]}…")
+        return got
+
+    await stream(owner, mark, BEFORE)
     links = await connected_adapters(sensor.address)
     lab.check(links == [adapter_of[owner]], f"links to the sensor before the kill: {links}")
     connections = sensor.events("connected")
@@ -136,16 +142,8 @@ async def run(lab):
     lab.check(gain.json().get("data", {}).get("from") == owner,
               f"{other} did not say ownership_gained from {owner}: {gain.text}")
 
-    try:
-        await mqtt.expect(hr, after=taken, where=lambda m: len(mqtt.received(hr, after=taken)) >= AFTER,
-                          timeout=AFTER / HR_RATE * 4 + 60)
-    except LabError:
-        raise LabError(f"through {other}: only {len(mqtt.received(hr, after=taken))} of {AFTER} "
-                       "values after the hand-over") from None
-    second = seqs(mqtt.received(hr, after=taken))
     # A new subscription: the sensor numbers its stream from 0 again.
-    lab.check(second == list(range(len(second))),
-              f"through {other}: values lost, repeated or out of order: {second[:20]}…")
+    second = await stream(other, taken, AFTER)
     links = await connected_adapters(sensor.address)
     lab.check(adapter_of[other] in links, f"links to the sensor after the hand-over: {links}")
     ready = [m.json() for m in mqtt.received(f"gatt2mqtt/{dev}/connection", after=mark)
