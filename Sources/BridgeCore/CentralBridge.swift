@@ -139,7 +139,16 @@ public struct CentralBridge: Sendable {
     var removed: BluetoothAddress?
     for case .discovery(.removeDevice(let address)) in outputs { removed = address }
     guard let removed else { return (outputs, response) }
-    return (outputs + connections(now: now) { $0.remove(removed, now: now) }, response)
+    let wasLinked = gatt?.state(of: removed).map { $0.isConnected || $0 == .connecting } ?? false
+    var all = outputs + connections(now: now) { $0.remove(removed, now: now) }
+    // The registry no longer holds the device, so no link state reaches the arbiter by the
+    // usual path: its claim must stop saying `connected`, or no one could ever take it over.
+    if wasLinked,
+      let decided = ownership?.linkChanged(removed, connected: false, failed: false, now: now)
+    {
+      all += apply(decided, now: now)
+    }
+    return (all, response)
   }
 
   /// Runs one step of the connection half (a request, the outcome of a connection or an

@@ -168,7 +168,9 @@ extension GATTBridge {
           notifyWanted[path]
           ?? (isTransfer
             || configuration.notify.contains {
-              $0.matches(device: link.id, service: id.service, characteristic: id.characteristic)
+              $0.matches(
+                device: link.id, address: address, service: id.service,
+                characteristic: id.characteristic)
             })
         guard wanted else { continue }
         if isTransfer {

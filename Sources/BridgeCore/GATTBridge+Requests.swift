@@ -337,9 +337,12 @@ extension GATTBridge {
       ))
   }
 
-  /// The value format of a characteristic.
+  /// The value format of a characteristic: a rule may name its device by id (a friendly name)
+  /// or by address.
   func format(for path: CharacteristicPath) -> ValueFormat {
-    configuration.formats.value(for: path, default: configuration.defaultFormat)
+    configuration.formats.value(
+      for: path, address: linkByID[path.device] ?? address(named: path.device.rawValue),
+      default: configuration.defaultFormat)
   }
 
   func path(_ id: GATTCharacteristicID, _ device: DeviceID) -> CharacteristicPath {

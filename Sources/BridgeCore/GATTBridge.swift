@@ -265,25 +265,28 @@ public struct GATTBridge: Sendable {
 
   /// A new link, owned unless fleet ownership says otherwise.
   /// Forgets a device (a `device/remove`): its queued operations fail with `not_connected`,
-  /// its retained `connection` and `gatt` (and values, with `mqtt.retain_values`) are cleared,
-  /// and its link goes with any `device/connect` request. A device the configuration connects
-  /// by address (`bluetooth.connect.addresses`) gets a fresh, disconnected link, connected again
-  /// when it is heard. The stack's `RemoveDevice` (which the discovery half asks for) ends a
-  /// live link; its disconnection then finds nothing to publish.
+  /// a live link is disconnected (the stack's `RemoveDevice`, which the discovery half asks for,
+  /// ends it too — unless that call fails), its retained `connection` and `gatt` (and values,
+  /// with `mqtt.retain_values`) are cleared, and its link goes with any `device/connect`
+  /// request; its disconnection then finds nothing to publish. A device the configuration
+  /// connects by address (`bluetooth.connect.addresses`) gets a fresh, disconnected link that
+  /// connects again once the device is heard (not before: the stack has just forgotten it).
   ///
   /// - Parameters:
   ///   - address: The device.
   ///   - now: The time.
-  /// - Returns: What to publish; nothing for a device without a link.
+  /// - Returns: What to do; nothing for a device without a link.
   public mutating func remove(_ address: BluetoothAddress, now: Double) -> [GATTOutput] {
     guard let link = links.removeValue(forKey: address) else { return [] }
     linkByID[link.id] = nil
     var outputs = failQueued(
       address: address, code: .notConnected, message: "the device was removed")
+    if link.state.isConnected || link.state == .connecting { outputs.append(.disconnect(address)) }
     outputs += clearRetained(link.id, tree: link.tree)
     guard configuration.policy.addresses.contains(address) else { return outputs }
     var fresh = makeLink(address, now: now)
     fresh.selected = true
+    fresh.known = false
     links[address] = fresh
     linkByID[fresh.id] = address
     return outputs + [connectionOutput(fresh)]

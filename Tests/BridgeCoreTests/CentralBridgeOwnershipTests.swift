@@ -143,6 +143,40 @@ struct CentralBridgeOwnershipTests {
     #expect(!published(lost).contains { $0.hasPrefix("gatt2mqtt/A4C1381E29DF/") })
   }
 
+  /// `device/remove` of a connected device this gateway owns: the registry forgets it at once,
+  /// so its link state no longer reaches the arbiter the usual way; the owner's claim must still
+  /// stop saying `connected`, or no other gateway could ever take the device.
+  @Test func removingAConnectedOwnedDeviceRefreshesTheClaimAsNotConnected() throws {
+    var bridge = bridge()
+    var claimPayload: [UInt8]?
+    for step in 0..<15 where claimPayload == nil {
+      var outputs = bridge.handle(.deviceUpdated(Fixture.advert(rssi: -45)), now: t0 + Double(step))
+      outputs += bridge.tick(now: t0 + Double(step))
+      for case .fleet(.claim(_, let payload)) in outputs { claimPayload = payload }
+    }
+    _ = bridge.fleetMessage(.owner(sensor), payload: try #require(claimPayload), now: t0 + 15)
+    let settled = t0 + 15 + GATTBridge.ownershipSettle
+    #expect(connects(bridge.tick(now: settled)))
+    var linked = bridge.connections(now: settled + 1) {
+      $0.connectFinished(sensor, error: nil, now: settled + 1)
+    }
+    linked += bridge.handle(.connectionChanged(sensor, connected: true), now: settled + 1)
+    for second in 2..<5 { linked += bridge.tick(now: settled + Double(second)) }
+    var claims: [OwnershipClaim] = []
+    for case .fleet(.claim(_, let payload)) in linked {
+      claims.append(try OwnershipClaim(parsing: payload))
+    }
+    #expect(claims.last?.connected == true)
+
+    let (removed, response) = bridge.remove(["device": "A4C1381E29DF"], now: settled + 10)
+    #expect(response.ok)
+    var after: [OwnershipClaim] = []
+    for case .fleet(.claim(_, let payload)) in removed + bridge.tick(now: settled + 12) {
+      after.append(try OwnershipClaim(parsing: payload))
+    }
+    #expect(after.last.map { !$0.connected } == true, "\(after)")
+  }
+
   @Test func answeringForADeviceNoOneOwnsPublishesNoRetainedState() {
     var bridge = bridge()
     _ = bridge.fleetMessage(

@@ -140,6 +140,7 @@ struct CentralBridgeTests {
         if case .discovery(.removeDevice(let address)) = $0 { return address == sensor }
         return false
       })
+    #expect(outputs.contains(.gatt(.disconnect(sensor))))
     #expect(bridge.gatt?.state(of: sensor) == nil)
     #expect(bridge.discovery.registry[sensor] == nil)
     // The stack's RemoveDevice ends the link: nothing is published for it again, and no
@@ -174,6 +175,17 @@ struct CentralBridgeTests {
     #expect(states.first == [])
     #expect(try JSONValue.parse(try #require(states.last))["state"] == "disconnected")
     #expect(bridge.gatt?.state(of: sensor) == .disconnected)
+    // Not connected again before the device is heard: the stack has just forgotten it.
+    func connects(_ outputs: [CentralBridge.Output]) -> Bool {
+      outputs.contains {
+        if case .gatt(.connect(let address, _)) = $0 { return address == sensor }
+        return false
+      }
+    }
+    #expect(!connects(bridge.tick(now: t0 + 10)))
+    #expect(!connects(bridge.tick(now: t0 + 60)))
+    let heard = bridge.handle(.deviceUpdated(Fixture.advert(rssi: -60)), now: t0 + 61)
+    #expect(connects(heard + bridge.tick(now: t0 + 61)))
   }
 
   @Test("device/remove of an unknown address answers as before and touches no link")

@@ -341,6 +341,27 @@ struct GATTBridgeOperationTests {
     #expect(level.kind == .notify(true) && level.notifyMethod == .acquire)
   }
 
+  /// A device with a friendly name, rules naming it by address (what the configuration's
+  /// `devices:` section writes): the notification is armed and its value takes the rule's
+  /// format. Both rules were missed while only the name was compared.
+  @Test("notify and format rules that name a renamed device by its address still apply")
+  func rulesByAddressForANamedDevice() throws {
+    var configuration = GATTBridge.Configuration(
+      policy: ConnectionPolicy(addresses: [H.sensor]),
+      formats: [try FormatRule(parsing: "A4:C1:38:1E:29:DF/180f/2a19=decoded")],
+      notify: [try CharacteristicSelector(parsing: "A4:C1:38:1E:29:DF/180f/2a19")])
+    configuration.names = [H.sensor: try DeviceID(friendlyName: "porch")]
+    var h = GATTHarness(configuration)
+    let arming = h.ready()
+    #expect(
+      arming.operations.filter { $0.kind == .notify(true) }.map(\.characteristic.characteristic)
+        .contains(H.batteryLevel))
+    h.finishAll(arming)
+    let produced = h.event(.notification(H.id(H.battery, H.batteryLevel), [87]))
+    #expect(produced.first?.topic == "gatt2mqtt/porch/gatt/180f/2a19")
+    #expect(produced.first?.json?.objectValue?["battery_level"] == 87)
+  }
+
   @Test("the decoded format publishes typed JSON for known characteristics")
   func decoded() throws {
     var h = readyHarness(.init(formats: [try FormatRule(parsing: "*/180f/2a19=decoded")]))

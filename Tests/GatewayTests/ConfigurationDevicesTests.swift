@@ -56,8 +56,10 @@ struct ConfigurationDevicesTests {
   }
 
   @Test func anEmptySectionSetsNothing() async throws {
-    let configuration = try await load("devices:\n")
-    #expect(configuration.bluetooth.names.isEmpty)
+    for yaml in ["devices:\n", "devices: ~\n", "devices: {}\n"] {
+      let configuration = try await load(yaml)
+      #expect(configuration.bluetooth.names.isEmpty, "\(yaml)")
+    }
   }
 
   @Test(arguments: [
@@ -74,6 +76,15 @@ struct ConfigurationDevicesTests {
       "devices.A4:C1:38:1E:29:DF.connect:3: expected true or false, got \"sometimes\""
     ),
     ("devices: [a, b]\n", "devices:1: expected a mapping of device addresses to their settings"),
+    (
+      "devices:\n  \"A4:C1:38:1E:29:DF\": hall\n  \"a4:c1:38:1e:29:df\": porch\n",
+      "devices.a4:c1:38:1e:29:df:3: the device is given twice (also as \"A4:C1:38:1E:29:DF\"): "
+        + "give its settings once"
+    ),
+    (
+      "devices:\n  \"A4:C1:38:1E:29:DF\":\n    name: ~\n",
+      "devices.A4:C1:38:1E:29:DF.name:3: expected a value, got null"
+    ),
     (
       "devices:\n  \"A4:C1:38:1E:29:DF\": [porch]\n",
       "devices.A4:C1:38:1E:29:DF:2: expected a name or a mapping with the keys name, connect, "

@@ -335,7 +335,10 @@ def controllers_of(path: Path | None, default: int) -> int:
     the run's own count."""
     if path is None:
         return default
-    return max(default, int(Runner.meta(path).get("CONTROLLERS", default)))
+    try:
+        return max(default, int(Runner.meta(path).get("CONTROLLERS", default)))
+    except (SyntaxError, TypeError, ValueError):
+        return default  # the scenario itself reports what is wrong with it when it runs
 
 
 def resolve(cfg: dict) -> list[tuple[str, Path | None]]:
@@ -397,7 +400,8 @@ async def main(results: Path) -> int:
                     runner.controllers = wanted
                     await runner.start_air()
                 except Exception as e:  # noqa: BLE001 - the lab itself failed
-                    r = {"name": name, "rows": runner.meta(path).get("ROWS", "?"),
+                    runner.controllers = 0  # the next scenario brings the air up again
+                    r = {"name": name, "rows": "?",
                          "status": "failed", "seconds": 0.0,
                          "message": f"lab: bringing up {wanted} controllers failed: {e}"}
             if r is None:

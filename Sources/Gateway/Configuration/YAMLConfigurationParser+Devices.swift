@@ -37,11 +37,12 @@ enum DeviceSection {
   static func read(_ value: Node, line: Int?, source: String) throws(ConfigurationError) -> Items {
     var items: Items = [:]
     switch value {
-    case .scalar(let scalar) where scalar.style == .plain && scalar.string.isEmpty:
+    case .scalar(let scalar) where isNull(scalar):
       return items
     case .mapping(let mapping):
+      var seen: [BluetoothAddress: String] = [:]
       for (keyNode, entry) in mapping {
-        try read(keyNode, entry, source: source, into: &items)
+        try read(keyNode, entry, source: source, into: &items, seen: &seen)
       }
       return items
     default:
@@ -52,10 +53,11 @@ enum DeviceSection {
   }
 
   private static func read(
-    _ keyNode: Node, _ entry: Node, source: String, into items: inout Items
+    _ keyNode: Node, _ entry: Node, source: String, into items: inout Items,
+    seen: inout [BluetoothAddress: String]
   ) throws(ConfigurationError) {
     let line = keyNode.mark?.line
-    guard case .scalar(let key) = keyNode, (try? BluetoothAddress(key.string)) != nil else {
+    guard case .scalar(let key) = keyNode, let parsed = try? BluetoothAddress(key.string) else {
       let text = keyNode.scalar.map { "\"\(ConfigurationLayer.abbreviated($0.string))\"" }
       throw ConfigurationError(
         key: "devices", source: source, line: line,
@@ -64,6 +66,12 @@ enum DeviceSection {
     }
     let address = key.string
     let path = "devices.\(address)"
+    if let first = seen[parsed] {
+      throw ConfigurationError(
+        key: path, source: source, line: line,
+        message: "the device is given twice (also as \"\(first)\"): give its settings once")
+    }
+    seen[parsed] = address
     func add(_ listKey: String, _ text: String, _ line: Int?) {
       items[listKey, default: []].append((text, line))
     }
@@ -73,6 +81,10 @@ enum DeviceSection {
     }
     let settings: Node.Mapping
     switch entry {
+    case .scalar(let name) where isNull(name):
+      throw fail(
+        nil, "expected a name or a mapping with the keys \(keys.joined(separator: ", ")), got null",
+        line)
     case .scalar(let name):
       add("bluetooth.names", "\(address)=\(name.string)", line)
       return
@@ -92,6 +104,9 @@ enum DeviceSection {
           message += " (did you mean '\(suggestion)'?)"
         }
         throw fail(settingNode.scalar?.string ?? "?", message, line)
+      }
+      if case .scalar(let value) = setting, isNull(value) {
+        throw fail(name.string, "expected a value, got null", line)
       }
       switch (name.string, setting) {
       case ("name", .scalar(let value)):
@@ -122,6 +137,11 @@ enum DeviceSection {
         throw fail(name.string, "expected a single value", line)
       }
     }
+  }
+
+  /// A plain `~`, `null`, `Null`, `NULL` or nothing, as the rest of the file reads it.
+  private static func isNull(_ scalar: Node.Scalar) -> Bool {
+    scalar.style == .plain && ["", "~", "null", "Null", "NULL"].contains(scalar.string)
   }
 
   private static func boolean(_ text: String) -> Bool? {
