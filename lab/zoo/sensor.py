@@ -44,6 +44,7 @@ class Sensor(common.Peripheral):
         self.hr_rate = args.hr_rate
         self.hr_count = args.hr_count
         self.streams: dict[int, asyncio.Task] = {}
+        self.alert_rounds: dict[int, asyncio.Task] = {}
         self.commands["battery"] = self.cmd_battery
         self.commands["hr"] = self.cmd_hr
 
@@ -87,8 +88,13 @@ class Sensor(common.Peripheral):
         emit("subscribed" if enabled else "unsubscribed", char=which,
              peer=str(connection.peer_address))
         if which == "alert":
+            # One round at a time per link: a new subscription starts the numbers over.
+            old = self.alert_rounds.pop(connection.handle, None)
+            if old:
+                old.cancel()
             if enabled:
-                asyncio.get_running_loop().create_task(self.alerts(connection))
+                self.alert_rounds[connection.handle] = asyncio.get_running_loop().create_task(
+                    self.alerts(connection))
             return
         if which != "hr":
             return
@@ -127,6 +133,9 @@ class Sensor(common.Peripheral):
                 sent += 1
                 await asyncio.sleep(0.1)
             emit("alert_done", sent=sent)
+        except asyncio.CancelledError:
+            emit("alert_stopped", sent=sent, error="subscribed again")
+            raise
         except Exception as e:  # noqa: BLE001 - the link went away
             emit("alert_stopped", sent=sent, error=str(e))
 
