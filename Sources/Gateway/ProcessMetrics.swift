@@ -20,7 +20,8 @@ enum ProcessMetrics {
     _ = trim?(0)
   }
 
-  /// Sets glibc's allocator up for a long-running daemon, once, before the threads start:
+  /// Sets glibc's allocator up for a long-running daemon, once, as the gateway starts (glibc reads
+  /// both settings when it next needs them; arenas made before stay):
   ///
   /// - `M_MMAP_THRESHOLD` fixed at 64 KiB: every larger block (a 70 KB request payload, an
   ///   offline queue's storage after a broker outage) gets pages of its own that go back to the
