@@ -34,6 +34,19 @@ struct ConfigurationFileTests {
     #expect(error.description == "\(path):3: mqtt.hots: unknown key (did you mean 'mqtt.host'?)")
   }
 
+  /// Suggestions compare names only within three edits in length: a huge unknown key (the config
+  /// fuzzer's slowest input was a 6,000-character argument) gets none, and costs no distance
+  /// table against every key.
+  @Test func suggestionsSkipKeysTooDifferentInLength() {
+    let keys = ConfigurationKey.all.map(\.path)
+    #expect(
+      KeySuggestion.closest(
+        to: String(repeating: "mqtt.host", count: 700), among: keys, separator: ".") == nil)
+    #expect(KeySuggestion.closest(to: "mqtt.hots", among: keys, separator: ".") == "mqtt.host")
+    #expect(KeySuggestion.closest(to: "mqtt.hostt", among: keys, separator: ".") == "mqtt.host")
+    #expect(KeySuggestion.closest(to: "mqtt.hst", among: keys, separator: ".") == "mqtt.host")
+  }
+
   @Test func keyAtTheWrongLevelSuggestsWhereItBelongs() async throws {
     let path = try ConfigurationFixture.file("host: broker.lan\n")
     let error = try #require(await ConfigurationFixture.error(file: path))

@@ -13,7 +13,11 @@ enum KeySuggestion {
     let limit = max(1, min(3, target.count / 4))
     var best: (candidate: String, distance: Int)?
     for candidate in candidates {
-      let distance = editDistance(target, Array(candidate.lowercased()))
+      let letters = Array(candidate.lowercased())
+      // The distance is at least the difference in length: no need to compute it (a
+      // 6,000-character argument against every key took seconds under the fuzzer).
+      guard abs(letters.count - target.count) <= limit else { continue }
+      let distance = editDistance(target, letters)
       if distance <= limit, distance < (best?.distance ?? Int.max) {
         best = (candidate, distance)
       }
