@@ -263,7 +263,6 @@ public struct GATTBridge: Sendable {
   /// Seconds a new owner waits before connecting a device it just gained.
   public static let ownershipSettle = 1.0
 
-  /// A new link, owned unless fleet ownership says otherwise.
   /// Forgets a device (a `device/remove`): its queued operations fail with `not_connected`,
   /// a live link is disconnected (the stack's `RemoveDevice`, which the discovery half asks for,
   /// ends it too — unless that call fails), its retained `connection` and `gatt` (and values,
@@ -310,6 +309,7 @@ public struct GATTBridge: Sendable {
     return outputs
   }
 
+  /// A new link, owned unless fleet ownership says otherwise.
   func makeLink(_ address: BluetoothAddress, now: Double) -> Link {
     var link = Link(address: address, id: name(of: address), now: now)
     link.owned = ownedAddresses?.contains(address) ?? true
