@@ -37,7 +37,7 @@ enum DeviceSection {
   static func read(_ value: Node, line: Int?, source: String) throws(ConfigurationError) -> Items {
     var items: Items = [:]
     switch value {
-    case .scalar(let scalar) where isNull(scalar):
+    case .scalar(let scalar) where YAMLConfigurationParser.isNull(scalar):
       return items
     case .mapping(let mapping):
       var seen: [BluetoothAddress: String] = [:]
@@ -81,7 +81,7 @@ enum DeviceSection {
     }
     let settings: Node.Mapping
     switch entry {
-    case .scalar(let name) where isNull(name):
+    case .scalar(let name) where YAMLConfigurationParser.isNull(name):
       throw fail(
         nil, "expected a name or a mapping with the keys \(keys.joined(separator: ", ")), got null",
         line)
@@ -105,7 +105,7 @@ enum DeviceSection {
         }
         throw fail(settingNode.scalar?.string ?? "?", message, line)
       }
-      if case .scalar(let value) = setting, isNull(value) {
+      if case .scalar(let value) = setting, YAMLConfigurationParser.isNull(value) {
         throw fail(name.string, "expected a value, got null", line)
       }
       switch (name.string, setting) {
@@ -137,11 +137,6 @@ enum DeviceSection {
         throw fail(name.string, "expected a single value", line)
       }
     }
-  }
-
-  /// A plain `~`, `null`, `Null`, `NULL` or nothing, as the rest of the file reads it.
-  private static func isNull(_ scalar: Node.Scalar) -> Bool {
-    scalar.style == .plain && ["", "~", "null", "Null", "NULL"].contains(scalar.string)
   }
 
   private static func boolean(_ text: String) -> Bool? {

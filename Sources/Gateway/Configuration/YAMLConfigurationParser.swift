@@ -182,7 +182,7 @@ enum YAMLConfigurationParser {
   }
 
   /// A plain `~`, `null`, `Null`, `NULL` or nothing; a quoted "null" is the text null.
-  private static func isNull(_ scalar: Node.Scalar) -> Bool {
+  static func isNull(_ scalar: Node.Scalar) -> Bool {
     scalar.style == .plain && ["", "~", "null", "Null", "NULL"].contains(scalar.string)
   }
 
