@@ -67,7 +67,15 @@ public final class LoopMailbox<Command: Sendable>: Sendable {
     return true
   }
 
-  /// The commands posted since the last call, oldest first (loop thread).
+  /// Wakes the thread without a command (another thread did work for it and it should poll
+  /// again: its socket now has data to write, its next deadline moved).
+  public func wake() {
+    var one: UInt8 = 1
+    _ = write(wakeWriteFD, &one, 1)  // a full pipe already means "wake up"
+  }
+
+  /// The commands posted since the last call, oldest first (loop thread, or a thread that holds
+  /// what the loop thread holds while it works).
   public func take() -> [Command] {
     inbox.withLock { inbox in
       defer { inbox.commands.removeAll() }

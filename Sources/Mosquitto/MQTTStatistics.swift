@@ -25,6 +25,9 @@ public struct MQTTStatistics: Sendable, Hashable {
   public var connectionFailures: UInt64 = 0
   /// Whether the client holds an accepted connection right now.
   public var connected: Bool = false
+  /// Times another thread woke the loop thread (a command for it, or work a publishing thread
+  /// left it); a publication handed over directly needs none.
+  public var loopWakeUps: UInt64 = 0
 
   /// All counters at zero.
   public init() {}

@@ -63,6 +63,15 @@ enum Command: Sendable {
   case ping(Waiter)
   /// The owning client is gone: disconnect at once and end the thread.
   case stop
+
+  /// Whether a publishing thread may carry it out itself (``ClientCore/send(contentsOf:)``):
+  /// the session's queue and retained state, nothing that changes its phase.
+  var isDirect: Bool {
+    switch self {
+    case .publish, .retain, .forgetRetained, .forgetRetainedBelow: true
+    case .subscribe, .unsubscribe, .shutdown, .ping, .stop: false
+    }
+  }
 }
 
 /// What a C callback saw, recorded for the loop to process once the C call has returned.
@@ -79,19 +88,28 @@ enum CallbackRecord {
 /// The engine behind ``MQTTClient``: the loop thread, which owns the libmosquitto handle
 /// (``MosquittoHandle``) and the session logic (``MQTTSession``).
 ///
-/// Every libmosquitto call happens on the loop thread, which polls the broker socket and a
-/// pipe that other threads write to after posting a ``Command`` to its mailbox. libmosquitto's
-/// own `loop_start` thread is not used: it exits for good on fatal errors and MQTT 5 CONNACK
-/// refusals, whereas this loop treats every failure alike — close, back off, reconnect.
+/// The loop thread polls the broker socket and a pipe that other threads write to after posting
+/// a ``Command`` to its mailbox. libmosquitto's own `loop_start` thread is not used: it exits for
+/// good on fatal errors and MQTT 5 CONNACK refusals, whereas this loop treats every failure
+/// alike — close, back off, reconnect.
+///
+/// Publications take a shorter way: the thread that has them (the bridge's, with a batch of
+/// values) takes the loop's lock and hands them to the session and libmosquitto itself, which
+/// writes them to the socket at once — no wake-up of the loop thread per batch, the largest
+/// cost of a value on its way before (issue 14's profile: the scheduler). Whoever holds the lock
+/// first carries out what waits in the mailbox, so commands keep their order; the loop thread
+/// holds the lock while it works and lets go of it while it polls, and is woken when the
+/// publisher left it something to do (a socket to write when it is writable, a new deadline).
 ///
 /// The offline queue is the session's, not libmosquitto's: a message is handed to libmosquitto
 /// only while connected and while fewer than `maxInflight` QoS ≥ 1 messages await their
 /// acknowledgement. Whatever libmosquitto accepted stays its responsibility (it re-sends
 /// unacknowledged messages after a reconnect), so nothing is queued twice.
 final class ClientCore: @unchecked Sendable {
-  // Safety: `handle`, `session` and `records` are read and written only on the loop thread
-  // (runLoop and the callbacks it triggers); `mailbox` and `stats` are thread-safe; the rest
-  // is immutable after init.
+  // Safety: `handle`, `session` and `records` are read and written only with `loopLock` held
+  // (by the loop thread while it works, by a publishing thread in `send(contentsOf:)`, and by
+  // the C callbacks that libmosquitto calls within those); `mailbox` and `stats` are
+  // thread-safe; the rest is immutable after init.
 
   let configuration: MQTTClientConfiguration
   let logger: Logger
@@ -103,6 +121,8 @@ final class ClientCore: @unchecked Sendable {
   let mailbox: LoopMailbox<Command>
   let stats = Mutex(MQTTStatistics())
   let started = Mutex(false)
+  /// Held while `handle`, `session` or `records` are used.
+  private let loopLock = Mutex(())
 
   // MARK: loop thread state
 
@@ -145,17 +165,44 @@ final class ClientCore: @unchecked Sendable {
     thread.start()
   }
 
-  /// Queues a command for the loop thread and wakes it.
+  /// Carries out a command as ``send(contentsOf:)`` does.
   func send(_ command: Command) {
-    if !mailbox.post(command) { MQTTSession.refuse(command) }
+    guard command.isDirect else {
+      if !mailbox.post(command) { MQTTSession.refuse(command) }
+      return
+    }
+    send(contentsOf: [command])
   }
 
-  /// Queues commands in order for the loop thread and wakes it once.
+  /// Carries out commands in order: publications and retained-state changes on the calling
+  /// thread, with the loop's lock (after whatever waits in the mailbox); anything else, or
+  /// before the loop thread runs, through the mailbox.
   func send(contentsOf commands: [Command]) {
-    if !mailbox.post(contentsOf: commands) { commands.forEach(MQTTSession.refuse) }
+    guard commands.allSatisfy(\.isDirect), started.withLock({ $0 }) else {
+      if !mailbox.post(contentsOf: commands) { commands.forEach(MQTTSession.refuse) }
+      return
+    }
+    let (carriedOut, wakeLoop) = loopLock.withLock { _ in
+      guard !session.isStopped else { return (false, false) }
+      let before = (phase: session.phase, wantsWrite: handle.wantsWrite)
+      drainInbox()
+      let t = now()
+      for command in commands { session.execute(command, now: t, on: &handle) }
+      settle()
+      // The loop thread polls with what it knew before: wake it when that changed.
+      let wake =
+        session.phase != before.phase || (handle.wantsWrite && !before.wantsWrite)
+        || session.isStopped
+      return (true, wake)
+    }
+    if !carriedOut {
+      commands.forEach(MQTTSession.refuse)
+    } else if wakeLoop {
+      mailbox.wake()
+    }
   }
 
-  /// Called by the C callbacks (loop thread only).
+  /// Called by the C callbacks (with the loop's lock held).
   func record(_ record: CallbackRecord) {
     records.append(record)
   }
@@ -164,16 +211,22 @@ final class ClientCore: @unchecked Sendable {
 
   private func runLoop() {
     while true {
-      drainInbox()
-      session.tick(now: now(), on: &handle)
-      settle()
-      if session.isStopped { break }
+      let stopped = loopLock.withLock { _ in
+        drainInbox()
+        session.tick(now: now(), on: &handle)
+        settle()
+        return session.isStopped
+      }
+      if stopped { break }
       pollOnce()
-      session.tick(now: now(), on: &handle)
-      settle()
-      if session.isStopped { break }
+      let stoppedAfterPoll = loopLock.withLock { _ in
+        session.tick(now: now(), on: &handle)
+        settle()
+        return session.isStopped
+      }
+      if stoppedAfterPoll { break }
     }
-    finish()
+    loopLock.withLock { _ in finish() }
   }
 
   /// Processes what callbacks recorded (C calls made by the session can complete writes at
@@ -198,15 +251,17 @@ final class ClientCore: @unchecked Sendable {
     session.deliverAnswers()
   }
 
+  /// Polls without the lock, then reads and writes with it.
   private func pollOnce() {
-    let socket = handle.socket
-    var fds = [mailbox.wakePollFD]
-    if socket >= 0 {
-      let events = Int16(POLLIN) | (handle.wantsWrite ? Int16(POLLOUT) : 0)
-      fds.append(pollfd(fd: socket, events: events, revents: 0))
+    let (socket, events, timeout) = loopLock.withLock { _ in
+      let t = now()
+      return (
+        handle.socket, Int16(POLLIN) | (handle.wantsWrite ? Int16(POLLOUT) : 0),
+        Int32(max(0, min(1000, (session.nextDeadline(now: t) - t) * 1000)).rounded(.up))
+      )
     }
-    let t = now()
-    let timeout = Int32(max(0, min(1000, (session.nextDeadline(now: t) - t) * 1000)).rounded(.up))
+    var fds = [mailbox.wakePollFD]
+    if socket >= 0 { fds.append(pollfd(fd: socket, events: events, revents: 0)) }
     let ready: Int
     do {
       ready = try pollDescriptors(&fds, timeout: timeout)
@@ -214,13 +269,24 @@ final class ClientCore: @unchecked Sendable {
       logger.error("MQTT loop: \(error)")
       ready = 0
     }
-    if ready > 0 && fds[0].revents != 0 { mailbox.drainWakeUps() }
+    if ready > 0 && fds[0].revents != 0 {
+      mailbox.drainWakeUps()
+      stats.withLock { $0.loopWakeUps += 1 }
+    }
     guard socket >= 0 else { return }
+    loopLock.withLock { _ in serve(socket, ready > 0 ? fds[1].revents : 0) }
+  }
+
+  /// Reads and writes what `poll` reported for `socket` (`revents`), and lets libmosquitto
+  /// keep the connection alive (with the loop's lock held).
+  private func serve(_ socket: Int32, _ revents: Int16) {
+    // A publisher's write may have closed the socket meanwhile.
+    guard handle.socket == socket else { return }
     var failure: MQTTError?
-    if ready > 0 && fds[1].revents != 0 {
+    if revents != 0 {
       // Reading first also drives a pending TLS handshake forward.
       failure = handle.read()
-      if failure == nil && handle.socket >= 0 && fds[1].revents & Int16(POLLOUT) != 0 {
+      if failure == nil && handle.socket >= 0 && revents & Int16(POLLOUT) != 0 {
         failure = handle.write()
       }
     }
@@ -291,6 +357,7 @@ final class ClientCore: @unchecked Sendable {
 
   // MARK: commands
 
+  /// Carries out the mailbox's commands (with the loop's lock held).
   private func drainInbox() {
     let t = now()
     for command in mailbox.take() { session.execute(command, now: t, on: &handle) }
