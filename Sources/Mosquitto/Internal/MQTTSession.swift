@@ -94,6 +94,10 @@ struct MQTTSession {
   private var everConnected = false
   private var backoff: Backoff
   private var pending = Deque<Outgoing>()
+  /// The most messages `pending` held since its storage was last new: storage that grew past
+  /// ``releasedQueueSize`` during a backlog (every retained topic re-published after a broker
+  /// restart) is given back once the backlog has drained, not kept for good.
+  private var pendingPeak = 0
   private var inflight: [Int32: Outgoing] = [:]
   private var inflightReliable = 0
   private var subscriptions: [String: MQTTQoS] = [:]
@@ -482,12 +486,30 @@ struct MQTTSession {
         MQTTError(.dropped, "offline queue full; dropped a message to '\(victim.message.topic)'"))
     } else {
       pending.append(out)
+      pendingPeak = max(pendingPeak, pending.count)
     }
     updateDepths()
   }
 
+  /// Queues and tables this large are made anew once empty (``pendingPeak``).
+  static let releasedQueueSize = 1024
+
+  /// Gives back the storage of an empty queue or in-flight table that grew large.
+  private mutating func releaseDrainedStorage() {
+    if pending.isEmpty && pendingPeak > Self.releasedQueueSize {
+      pending = Deque()
+      pendingPeak = 0
+    }
+    if inflight.isEmpty && inflight.capacity > Self.releasedQueueSize {
+      inflight = [:]
+    }
+  }
+
   private mutating func flushPending(on transport: inout some MQTTTransport) {
-    defer { updateDepths() }
+    defer {
+      releaseDrainedStorage()
+      updateDepths()
+    }
     switch phase {
     case .connected, .draining: break
     default: return
