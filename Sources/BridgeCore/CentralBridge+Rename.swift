@@ -77,26 +77,11 @@ extension CentralBridge {
   /// - Parameter body: The request's JSON object.
   /// - Returns: The publication and the response (its transaction is the caller's to set).
   public func renameRequest(_ body: JSONObject) -> ([Output], BridgeResponse) {
-    for key in body.keys.sorted() where !["device", "name", "transaction"].contains(key) {
-      return (
-        [], .failure(code: "invalid_payload", message: "unknown key '\(key)'", transaction: nil)
-      )
-    }
-    guard case .string(let text) = body["device"] else {
-      return (
-        [],
-        .failure(
-          code: "invalid_payload", message: "\"device\" (a device id or an address) is required",
-          transaction: nil)
-      )
-    }
-    guard let address = address(named: text) else {
-      let quoted = text.count > 64 ? String(text.prefix(64)) + "…" : text
-      return (
-        [],
-        .failure(
-          code: "unknown_device", message: "'\(quoted)' is not a known device", transaction: nil)
-      )
+    let address: BluetoothAddress
+    do throws(BridgeResponse) {
+      address = try DeviceRequestBody.address(in: body, keys: ["name"]) { self.address(named: $0) }
+    } catch {
+      return ([], error)
     }
     var name: DeviceID?
     switch body["name"] {

@@ -254,27 +254,11 @@ public struct DiscoveryBridge: Sendable {
   public mutating func remove(_ body: JSONObject) -> (
     outputs: [BridgeOutput], response: BridgeResponse
   ) {
-    for key in body.keys.sorted() where key != "device" && key != "transaction" {
-      return (
-        [], .failure(code: "invalid_payload", message: "unknown key '\(key)'", transaction: nil)
-      )
-    }
-    guard case .string(let text) = body["device"] else {
-      return (
-        [],
-        .failure(
-          code: "invalid_payload", message: "\"device\" (a device id or an address) is required",
-          transaction: nil)
-      )
-    }
-    guard let address = try? BluetoothAddress(text) else {
-      let quoted = text.count > 64 ? String(text.prefix(64)) + "…" : text
-      return (
-        [],
-        .failure(
-          code: "unknown_device", message: "'\(quoted)' is not a device id or address",
-          transaction: nil)
-      )
+    let address: BluetoothAddress
+    do throws(BridgeResponse) {
+      address = try DeviceRequestBody.address(in: body) { try? BluetoothAddress($0) }
+    } catch {
+      return ([], error)
     }
     let id = registry[address]?.id ?? DeviceID(address: address)
     let forgotten = forget(address)

@@ -70,26 +70,11 @@ extension GATTBridge {
   public mutating func deviceRequest(connect: Bool, body: JSONObject, now: Double) -> (
     outputs: [GATTOutput], response: BridgeResponse
   ) {
-    for key in body.keys where key != "device" && key != "transaction" {
-      return (
-        [], .failure(code: "invalid_payload", message: "unknown key '\(key)'", transaction: nil)
-      )
-    }
-    guard case .string(let text) = body["device"] else {
-      return (
-        [],
-        .failure(
-          code: "invalid_payload",
-          message: "\"device\" (a device id or an address) is required", transaction: nil)
-      )
-    }
-    guard let address = address(named: text) else {
-      return (
-        [],
-        .failure(
-          code: "unknown_device", message: "'\(text)' is not a device id or address",
-          transaction: nil)
-      )
+    let address: BluetoothAddress
+    do throws(BridgeResponse) {
+      address = try DeviceRequestBody.address(in: body) { self.address(named: $0) }
+    } catch {
+      return ([], error)
     }
     let id = name(of: address)
     switch setConnection(id, connect ? .connected : .disconnected, now: now) {
@@ -160,19 +145,29 @@ extension GATTBridge {
   mutating func read(
     _ path: CharacteristicPath, transaction: JSONValue?, reply: ReplyAddress?
   ) -> [GATTOutput] {
+    enqueue(
+      .read, on: path, transaction: transaction, reply: reply, if: \.canRead,
+      else: "the characteristic is not readable")
+  }
+
+  /// Queues `kind` on the characteristic `path` names, when it is there and `permitted` says
+  /// it takes it; else the result says why (`not_permitted` with `refusal` and its flags).
+  private mutating func enqueue(
+    _ kind: GATTOperation.Kind, on path: CharacteristicPath, transaction: JSONValue?,
+    reply: ReplyAddress?, if permitted: (GATTTree.Characteristic) -> Bool, else refusal: String
+  ) -> [GATTOutput] {
     switch target(path) {
     case .failure(let failure):
-      return result(path, op: "read", transaction: transaction, reply: reply, failure)
+      return result(path, op: kind.name, transaction: transaction, reply: reply, failure)
     case .success(let (id, characteristic)):
-      guard characteristic.canRead else {
+      guard permitted(characteristic) else {
         return result(
-          path, op: "read", transaction: transaction, reply: reply,
-          Failure(
-            "not_permitted", "the characteristic is not readable (flags: \(characteristic.flags))"))
+          path, op: kind.name, transaction: transaction, reply: reply,
+          Failure("not_permitted", "\(refusal) (flags: \(characteristic.flags))"))
       }
       return enqueue(
         Pending(
-          operation: makeOperation(id, .read), path: path, transaction: transaction,
+          operation: makeOperation(id, kind), path: path, transaction: transaction,
           reply: reply, report: true))
     }
   }
@@ -276,21 +271,9 @@ extension GATTBridge {
           "gw": .string(topics.gateway.rawValue),
         ], reply: reply)
     }
-    switch target(path) {
-    case .failure(let failure):
-      return result(path, op: "notify", transaction: nil, reply: reply, failure)
-    case .success(let (id, characteristic)):
-      guard characteristic.canNotify else {
-        return result(
-          path, op: "notify", transaction: nil, reply: reply,
-          Failure(
-            "not_permitted", "the characteristic does not notify (flags: \(characteristic.flags))"))
-      }
-      return enqueue(
-        Pending(
-          operation: makeOperation(id, .notify(enabled)), path: path, transaction: nil,
-          reply: reply, report: true))
-    }
+    return enqueue(
+      .notify(enabled), on: path, transaction: nil, reply: reply, if: \.canNotify,
+      else: "the characteristic does not notify")
   }
 
   /// A reason a request cannot be served.

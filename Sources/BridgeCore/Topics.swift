@@ -185,56 +185,31 @@ public struct Topics: Sendable, Hashable {
     self.characteristic(device, service, characteristic, nil)
   }
 
-  /// `<base>/<dev>/gatt/<svc>/<chr>/get` (inbound): read requests.
-  ///
-  /// - Parameters:
-  ///   - device: The device.
-  ///   - service: The service's UUID.
-  ///   - characteristic: The characteristic's UUID.
-  /// - Returns: The topic.
-  public func get(
-    _ device: DeviceID, service: BluetoothUUID, characteristic: BluetoothUUID
-  ) -> TopicName {
-    self.characteristic(device, service, characteristic, "get")
+  /// What a characteristic's sub-topic carries.
+  public enum CharacteristicTopic: String, Sendable, CaseIterable {
+    /// Read requests (inbound).
+    case get
+    /// Write requests (inbound).
+    case set
+    /// The desired notification state (inbound, retained).
+    case notify
+    /// Outcomes of reads, writes and notify changes.
+    case result
   }
 
-  /// `<base>/<dev>/gatt/<svc>/<chr>/set` (inbound): write requests.
+  /// `<base>/<dev>/gatt/<svc>/<chr>/<get|set|notify|result>`.
   ///
   /// - Parameters:
+  ///   - kind: Which sub-topic.
   ///   - device: The device.
   ///   - service: The service's UUID.
   ///   - characteristic: The characteristic's UUID.
   /// - Returns: The topic.
-  public func set(
-    _ device: DeviceID, service: BluetoothUUID, characteristic: BluetoothUUID
+  public func characteristic(
+    _ kind: CharacteristicTopic, _ device: DeviceID, service: BluetoothUUID,
+    characteristic: BluetoothUUID
   ) -> TopicName {
-    self.characteristic(device, service, characteristic, "set")
-  }
-
-  /// `<base>/<dev>/gatt/<svc>/<chr>/notify` (inbound, retained): desired notification state.
-  ///
-  /// - Parameters:
-  ///   - device: The device.
-  ///   - service: The service's UUID.
-  ///   - characteristic: The characteristic's UUID.
-  /// - Returns: The topic.
-  public func notify(
-    _ device: DeviceID, service: BluetoothUUID, characteristic: BluetoothUUID
-  ) -> TopicName {
-    self.characteristic(device, service, characteristic, "notify")
-  }
-
-  /// `<base>/<dev>/gatt/<svc>/<chr>/result`: outcomes of reads, writes and notify changes.
-  ///
-  /// - Parameters:
-  ///   - device: The device.
-  ///   - service: The service's UUID.
-  ///   - characteristic: The characteristic's UUID.
-  /// - Returns: The topic.
-  public func result(
-    _ device: DeviceID, service: BluetoothUUID, characteristic: BluetoothUUID
-  ) -> TopicName {
-    self.characteristic(device, service, characteristic, "result")
+    self.characteristic(device, service, characteristic, kind.rawValue)
   }
 
   /// `<base>/<dev>/gatt/<svc>/<chr>`: the characteristic's value.
@@ -250,7 +225,7 @@ public struct Topics: Sendable, Hashable {
   /// - Parameter path: The characteristic.
   /// - Returns: The topic.
   public func result(_ path: CharacteristicPath) -> TopicName {
-    result(path.device, service: path.service, characteristic: path.characteristic)
+    characteristic(.result, path.device, service: path.service, characteristic: path.characteristic)
   }
 
   /// The filters for every device-plane request of devices whose id is one level (every

@@ -33,19 +33,13 @@ extension CentralRoleService {
   /// - Parameter body: The request's JSON object.
   /// - Returns: The response (its transaction is the caller's to set).
   public func readLinkQuality(_ body: JSONObject) async -> BridgeResponse {
-    for key in body.keys.sorted() where key != "device" && key != "transaction" {
-      return .failure(code: "invalid_payload", message: "unknown key '\(key)'", transaction: nil)
-    }
-    guard case .string(let text) = body["device"] else {
-      return .failure(
-        code: "invalid_payload", message: "\"device\" (a device id or an address) is required",
-        transaction: nil)
-    }
-    guard let address = driver.read({ $0.address(named: text) }) else {
-      let quoted = text.count > 64 ? String(text.prefix(64)) + "…" : text
-      return .failure(
-        code: "unknown_device", message: "'\(quoted)' is not a device id or address",
-        transaction: nil)
+    let address: BluetoothAddress
+    do throws(BridgeResponse) {
+      address = try DeviceRequestBody.address(in: body) { text in
+        driver.read { $0.address(named: text) }
+      }
+    } catch {
+      return error
     }
     guard linkQuality != nil, gattCentral != nil else {
       return .failure(

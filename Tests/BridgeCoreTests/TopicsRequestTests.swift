@@ -122,13 +122,16 @@ struct TopicsRequestTests {
   func roundTrips() throws {
     #expect(topics.parseRequest(topics.connectionSet(device)) == .connectionSet(device))
     #expect(
-      topics.parseRequest(topics.get(device, service: battery, characteristic: level))
+      topics.parseRequest(
+        topics.characteristic(.get, device, service: battery, characteristic: level))
         == .get(path))
     #expect(
-      topics.parseRequest(topics.set(device, service: battery, characteristic: level))
+      topics.parseRequest(
+        topics.characteristic(.set, device, service: battery, characteristic: level))
         == .set(path))
     #expect(
-      topics.parseRequest(topics.notify(device, service: battery, characteristic: level))
+      topics.parseRequest(
+        topics.characteristic(.notify, device, service: battery, characteristic: level))
         == .notify(path))
     #expect(topics.parseRequest(topics.peripheralTextSet) == .peripheralText)
     #expect(
@@ -164,7 +167,7 @@ struct TopicsRequestTests {
     #expect(try parse("gatt2mqtt/x/gatt/180f/2a19/connection/set") == .connectionSet(odd))
     #expect(topics.parseRequest(topics.connectionSet(odd)) == .connectionSet(odd))
     #expect(
-      topics.parseRequest(topics.set(odd, service: battery, characteristic: level))
+      topics.parseRequest(topics.characteristic(.set, odd, service: battery, characteristic: level))
         == .set(CharacteristicPath(device: odd, service: battery, characteristic: level)))
   }
 }

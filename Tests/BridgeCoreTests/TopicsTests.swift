@@ -61,16 +61,16 @@ struct TopicsTests {
       topics.value(device, service: battery, characteristic: level).rawValue
         == "gatt2mqtt/A4C1381E29DF/gatt/180f/2a19")
     #expect(
-      topics.get(device, service: battery, characteristic: level).rawValue
+      topics.characteristic(.get, device, service: battery, characteristic: level).rawValue
         == "gatt2mqtt/A4C1381E29DF/gatt/180f/2a19/get")
     #expect(
-      topics.set(device, service: battery, characteristic: level).rawValue
+      topics.characteristic(.set, device, service: battery, characteristic: level).rawValue
         == "gatt2mqtt/A4C1381E29DF/gatt/180f/2a19/set")
     #expect(
-      topics.notify(device, service: battery, characteristic: level).rawValue
+      topics.characteristic(.notify, device, service: battery, characteristic: level).rawValue
         == "gatt2mqtt/A4C1381E29DF/gatt/180f/2a19/notify")
     #expect(
-      topics.result(device, service: battery, characteristic: level).rawValue
+      topics.characteristic(.result, device, service: battery, characteristic: level).rawValue
         == "gatt2mqtt/A4C1381E29DF/gatt/180f/2a19/result")
   }
 
@@ -97,7 +97,7 @@ struct TopicsTests {
     #expect(nested.bridgeState.rawValue == "home/ble/bridge/attic-pi/state")
     #expect(nested.availability(friendly).rawValue == "home/ble/kitchen/thermometer/availability")
     #expect(
-      nested.set(friendly, service: battery, characteristic: level).rawValue
+      nested.characteristic(.set, friendly, service: battery, characteristic: level).rawValue
         == "home/ble/kitchen/thermometer/gatt/180f/2a19/set")
   }
 
@@ -142,13 +142,15 @@ struct TopicsTests {
         "gatt2mqtt/kitchen/thermometer/gatt/+/+/notify",
       ])
     let inbound = [
-      topics.connectionSet(device), topics.get(device, service: battery, characteristic: level),
-      topics.set(device, service: battery, characteristic: level),
-      topics.notify(device, service: battery, characteristic: level),
+      topics.connectionSet(device),
+      topics.characteristic(.get, device, service: battery, characteristic: level),
+      topics.characteristic(.set, device, service: battery, characteristic: level),
+      topics.characteristic(.notify, device, service: battery, characteristic: level),
     ]
     let outbound = [
       topics.connection(device), topics.value(device, service: battery, characteristic: level),
-      topics.result(device, service: battery, characteristic: level), topics.advertisement(device),
+      topics.characteristic(.result, device, service: battery, characteristic: level),
+      topics.advertisement(device),
     ]
     for topic in inbound {
       #expect(topics.deviceRequestFilters.contains { $0.matches(topic) }, "\(topic)")

@@ -58,8 +58,10 @@ struct CentralRoleServiceTests {
       service.request(
         .set(path),
         message: MQTTMessage(
-          topic: topics.set(path.device, service: path.service, characteristic: path.characteristic)
-            .rawValue, payload: payload))
+          topic: topics.characteristic(
+            .set, path.device, service: path.service, characteristic: path.characteristic
+          )
+          .rawValue, payload: payload))
     }
     let resultTopic = topics.result(path).rawValue
     let all = await eventually(timeout: 10) { collector.count(topic: resultTopic) == 20 }

@@ -500,8 +500,10 @@ public struct HomeAssistantDiscovery: Sendable {
     var members: JSONObject = [
       "name": .string("Write \(path.characteristic.shortForm.prefix(8))"),
       "command_topic": .string(
-        topics.set(path.device, service: path.service, characteristic: path.characteristic)
-          .rawValue),
+        topics.characteristic(
+          .set, path.device, service: path.service, characteristic: path.characteristic
+        )
+        .rawValue),
     ]
     switch control {
     case .button:
