@@ -16,8 +16,13 @@ public struct Advertisement: Sendable, Hashable {
   /// The advertised local name as received, which may be any bytes; `nil` when none was seen.
   public var name: [UInt8]?
   /// The signal strength of the last advertisement in dBm; `nil` when none was received (a
-  /// device the stack only remembers from its cache).
+  /// device the stack only remembers from its cache). A value outside ``measurableRSSI`` (HCI's
+  /// 127, "not available") says the device was heard at an unknown strength.
   public var rssi: Int?
+
+  /// The RSSI values HCI can measure, in dBm; 127 means "not available" (reported by some
+  /// controllers, and by the lab's virtual ones, for every advertisement).
+  public static let measurableRSSI: ClosedRange<Int> = -127...20
   /// The advertised transmit power in dBm, when advertised.
   public var txPower: Int?
   /// Manufacturer-specific data by company identifier (`0x004C` is Apple).

@@ -137,7 +137,10 @@ public struct AdvertisementFilter: Sendable, Hashable {
     if deny.contains(advertisement.address) { return .denied }
     if !allow.isEmpty, !allow.contains(advertisement.address) { return .notAllowed }
     if let rssiFloor {
-      guard let rssi = advertisement.rssi, rssi >= rssiFloor else { return .weakSignal }
+      // An RSSI the controller could not measure fails a floor, as in the kernel's own filter.
+      guard let rssi = advertisement.rssi, Advertisement.measurableRSSI.contains(rssi),
+        rssi >= rssiFloor
+      else { return .weakSignal }
     }
     if !serviceUUIDs.isEmpty {
       let advertised =

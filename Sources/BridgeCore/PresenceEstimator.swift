@@ -98,6 +98,8 @@ public struct PresenceEstimator: Sendable {
     var state: State?
     var connected = false
     var lastSeen: Double
+    /// When the device was last heard at a strength the controller could not measure.
+    var heardUnmeasured: Double?
     var reported: (reading: Reading, time: Double)?
   }
 
@@ -195,6 +197,10 @@ public struct PresenceEstimator: Sendable {
 
   /// Records an RSSI sample (from an advertisement or read from a connection).
   ///
+  /// A reading outside ``Advertisement/measurableRSSI`` (HCI's 127, "not available") is no
+  /// sample: it says the device was heard, and a device heard only so within the window is
+  /// present (until ``awayAfter`` without any reading).
+  ///
   /// - Parameters:
   ///   - address: The device's address.
   ///   - rssi: The RSSI in dBm.
@@ -203,9 +209,14 @@ public struct PresenceEstimator: Sendable {
   public mutating func record(_ address: BluetoothAddress, rssi: Int, now: Double) -> Reading? {
     // Taken out of the dictionary so that its samples are changed in place, not copied.
     var track = tracks.removeValue(forKey: address) ?? Track(lastSeen: now)
-    track.samples.append(Sample(time: now, rssi: rssi))
-    if track.samples.count > maximumSamples {
-      track.samples.removeFirst(track.samples.count - maximumSamples)
+    if Advertisement.measurableRSSI.contains(rssi) {
+      track.samples.append(Sample(time: now, rssi: rssi))
+      if track.samples.count > maximumSamples {
+        track.samples.removeFirst(track.samples.count - maximumSamples)
+      }
+    } else {
+      // Heard, at a strength nobody measured (HCI's 127): no sample for the mean.
+      track.heardUnmeasured = now
     }
     track.lastSeen = max(track.lastSeen, now)
     return evaluate(address, &track, now: now)
@@ -270,6 +281,9 @@ public struct PresenceEstimator: Sendable {
       case .present?: state = mean < leaveRSSI ? .away : .present
       case .away?, nil: state = mean >= enterRSSI ? .present : .away
       }
+    } else if let heard = track.heardUnmeasured, now - heard < window {
+      // Only readings without a strength in the window: heard is all that is known.
+      state = .present
     } else {
       state = track.state ?? .away
     }

@@ -64,6 +64,10 @@ struct AdvertisementFilterTests {
     #expect(filter.accepts(Fixture.advert(rssi: -80)))
     #expect(filter.rejection(of: Fixture.advert(rssi: -81)) == .weakSignal)
     #expect(filter.rejection(of: Fixture.advert(rssi: nil)) == .weakSignal)
+    // HCI's 127 ("not available") is no strength at all: it fails the floor, as in the kernel.
+    #expect(filter.rejection(of: Fixture.advert(rssi: 127)) == .weakSignal)
+    #expect(filter.rejection(of: Fixture.advert(rssi: 21)) == .weakSignal)
+    #expect(filter.accepts(Fixture.advert(rssi: 20)))
   }
 
   @Test("parses the JSON form and serialises it back")

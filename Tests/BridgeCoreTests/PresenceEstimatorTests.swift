@@ -33,6 +33,32 @@ struct PresenceEstimatorTests {
     #expect(result2?.state == .away)
   }
 
+  @Test(
+    "a reading without strength (HCI's 127) is no sample: heard only so, present; it never lifts a weak mean; away once unheard"
+  )
+  func unmeasuredRSSI() {
+    var estimator = PresenceEstimator(enterRSSI: -80, leaveRSSI: -90, awayAfter: 10)
+    let first = estimator.record(device, rssi: 127, now: t0)
+    #expect(first?.state == .present)
+    #expect(first?.rssi == nil, "no mean from readings without strength")
+    #expect(estimator.samples(of: device).isEmpty)
+    // A weak device stays away however many 127s come with its real readings.
+    let weak = Fixture.address("11:22:33:44:55:66")
+    var last: PresenceEstimator.State?
+    for second in 0..<10 {
+      let rssi = second.isMultiple(of: 2) ? -95 : 127
+      if let reading = estimator.record(weak, rssi: rssi, now: t0 + Double(second)) {
+        last = reading.state
+      }
+    }
+    #expect(last == .away)
+    #expect(estimator.state(of: weak) == .away)
+    #expect(estimator.samples(of: weak).map(\.rssi) == [-95, -95, -95, -95, -95])
+    // Unheard for away_after: away.
+    let reports = estimator.expire(now: t0 + 11)
+    #expect(reports.first { $0.address == device }?.reading.state == .away)
+  }
+
   /// Feeds one sample a second and returns the states reported.
   func states(_ estimator: inout PresenceEstimator, _ rssis: [Int], start: Double = 0)
     -> [PresenceEstimator.State]

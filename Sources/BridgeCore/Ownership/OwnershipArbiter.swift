@@ -342,7 +342,7 @@ public struct OwnershipArbiter: Sendable {
       devices[victim.key] = nil
     }
     var device = devices[address] ?? Device()
-    let sample = Double((-127...20).contains(rssi) ? rssi : -127)
+    let sample = Double(Advertisement.measurableRSSI.contains(rssi) ? rssi : -127)
     if let previous = device.rssi, let last = device.lastSample,
       now - last < 3 * configuration.staleAfter
     {
