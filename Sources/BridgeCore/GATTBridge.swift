@@ -263,7 +263,8 @@ public struct GATTBridge: Sendable {
   /// Seconds a new owner waits before connecting a device it just gained.
   public static let ownershipSettle = 1.0
 
-  /// Forgets a device (a `device/remove`): its queued operations fail with `not_connected`,
+  /// Forgets a device (a `device/remove`): its queued and running operations fail with
+  /// `not_connected` (a running one's later outcome is ignored),
   /// a live link is disconnected (the stack's `RemoveDevice`, which the discovery half asks for,
   /// ends it too — unless that call fails), its retained `connection` and `gatt` (and values,
   /// with `mqtt.retain_values`) are cleared, and its link goes with any `device/connect`
@@ -280,6 +281,18 @@ public struct GATTBridge: Sendable {
     linkByID[link.id] = nil
     var outputs = failQueued(
       address: address, code: .notConnected, message: "the device was removed")
+    // An operation under way is answered now: its outcome, when the stack gives it, must not
+    // publish a value (retained, with `mqtt.retain_values`) after the clearing below.
+    for (id, pending) in running.sorted(by: { $0.key < $1.key })
+    where pending.operation.characteristic.address == address {
+      running[id] = nil
+      active.remove(pending.operation.characteristic)
+      guard pending.report else { continue }
+      outputs += result(
+        pending.path, op: pending.operation.kind.name, transaction: pending.transaction,
+        reply: pending.reply,
+        Failure(CentralError.Code.notConnected.rawValue, "the device was removed"))
+    }
     if link.state.isConnected || link.state == .connecting { outputs.append(.disconnect(address)) }
     outputs += clearRetained(link.id, tree: link.tree)
     guard configuration.policy.addresses.contains(address) else { return outputs }

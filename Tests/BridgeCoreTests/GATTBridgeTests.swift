@@ -31,6 +31,27 @@ struct GATTBridgeConnectionTests {
     }
   }
 
+  @Test(
+    "device/remove while a read runs: the read is answered not_connected at once, its late value is published nowhere"
+  )
+  func removeWhileReading() throws {
+    var h = GATTHarness(
+      .init(policy: ConnectionPolicy(addresses: [H.sensor]), retainValues: true))
+    h.ready()
+    let path = H.path(H.battery, H.batteryLevel)
+    let read = try #require(h.send(.get(path), #"{"transaction":"t1"}"#).operations.first)
+    let removed = h.record(h.bridge.remove(H.sensor, now: h.now))
+    let answer = try #require(h.results(path).last)
+    #expect(answer["status"] == "error")
+    #expect(answer["error"] == "not_connected")
+    #expect(answer["transaction"] == "t1")
+    #expect(
+      removed.contains { $0.topic == Fixture.topics.value(path).rawValue && $0.payload == [] })
+    // The stack answers the read afterwards: nothing is published, retained or not.
+    let late = h.finish(read, .success([0x2A]))
+    #expect(late.isEmpty)
+  }
+
   @Test("the tree is published as TOPICS.md shows it")
   func treeJSON() {
     let services = H.tree.json.objectValue?["services"]?.arrayValue ?? []
