@@ -55,6 +55,20 @@ extension BlueZPeripheral: BlueZSessionClient {
     }
   }
 
+  /// The signals ``PeripheralAdapters/apply(_:)`` acts on: objects added and removed, adapters'
+  /// properties, and devices' `Connected`; not the stream of devices' RSSI and advertising data.
+  nonisolated func wants(_ signal: DBusSignal) -> Bool {
+    guard signal.interface == BlueZNames.properties, signal.member == "PropertiesChanged" else {
+      return true
+    }
+    switch signal.arguments.first?.stringValue {
+    case BlueZNames.adapter: return true
+    case BlueZNames.device:
+      return signal.arguments.count >= 2 && signal.arguments[1].propertyMap?["Connected"] != nil
+    default: return false
+    }
+  }
+
   /// Forgets the stack: its adapters, and (through the new epoch) what was registered with it.
   func dropStack() {
     epoch += 1

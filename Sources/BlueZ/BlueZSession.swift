@@ -29,6 +29,16 @@ protocol BlueZSessionClient: Actor {
   /// connection (retried with backoff); on ``BlueZSessionEvent/snapshot(_:owner:)`` retries
   /// the snapshot; elsewhere it is logged.
   func session(_ event: BlueZSessionEvent) async throws
+
+  /// Whether the client acts on `signal` at all; a signal it does not want is not handed to it
+  /// (no hop onto its actor for each advertisement of every device). Answered on the session's
+  /// executor, from the signal alone.
+  nonisolated func wants(_ signal: DBusSignal) -> Bool
+}
+
+extension BlueZSessionClient {
+  /// Every signal.
+  nonisolated func wants(_ signal: DBusSignal) -> Bool { true }
 }
 
 /// One connection to bluetoothd, shared by the central and the peripheral roles.
@@ -262,9 +272,11 @@ public actor BlueZSession {
     await broadcast(.signal(signal))
   }
 
-  /// Hands an event to every client in registration order; errors are logged.
+  /// Hands an event to every client in registration order (a signal only to those that want
+  /// it); errors are logged.
   private func broadcast(_ event: BlueZSessionEvent) async {
     for client in clients.withLock({ $0 }) {
+      if case .signal(let signal) = event, !client.wants(signal) { continue }
       do {
         try await client.session(event)
       } catch {

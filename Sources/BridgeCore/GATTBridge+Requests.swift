@@ -323,7 +323,9 @@ extension GATTBridge {
   /// The value format of a characteristic: a rule may name its device by id (a friendly name)
   /// or by address.
   func format(for path: CharacteristicPath) -> ValueFormat {
-    configuration.formats.value(
+    // Per value on the notification path: no look-up of the device without format rules.
+    guard !configuration.formats.isEmpty else { return configuration.defaultFormat }
+    return configuration.formats.value(
       for: path, address: linkByID[path.device] ?? address(named: path.device.rawValue),
       default: configuration.defaultFormat)
   }

@@ -1,5 +1,6 @@
 import BridgeCore
 import DBus
+import Logging
 import Testing
 
 @testable import BlueZ
@@ -107,6 +108,33 @@ struct PeripheralModelTests {
     #expect(
       PeripheralAdapters().choose(requested: nil, current: nil)
         == .unavailable("no Bluetooth adapter is present"))
+  }
+
+  @Test(
+    "the peripheral is handed only the signals its adapters act on: not devices' RSSI and advertising data"
+  )
+  func signalsWanted() {
+    let peripheral = BlueZPeripheral(
+      configuration: BlueZPeripheralConfiguration(busAddress: "unix:path=/nonexistent"),
+      logger: Logger(label: "test"))
+    func changed(_ interface: String, _ properties: [String: DBusValue]) -> DBusSignal {
+      DBusSignal(
+        sender: ":1.1", path: "/org/bluez/hci0/dev_11_22_33_44_55_66",
+        interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+        arguments: [.string(interface), .properties(properties), .strings([])])
+    }
+    #expect(!peripheral.wants(changed(BlueZNames.device, ["RSSI": .int16(-60)])))
+    #expect(
+      !peripheral.wants(
+        changed(BlueZNames.device, ["ManufacturerData": .properties([:]), "TxPower": .int16(4)])))
+    #expect(!peripheral.wants(changed(BlueZNames.gattCharacteristic, ["Value": .bytes([1])])))
+    #expect(peripheral.wants(changed(BlueZNames.device, ["Connected": .bool(true)])))
+    #expect(peripheral.wants(changed(BlueZNames.adapter, ["Powered": .bool(false)])))
+    #expect(
+      peripheral.wants(
+        DBusSignal(
+          sender: ":1.1", path: "/", interface: "org.freedesktop.DBus.ObjectManager",
+          member: "InterfacesAdded", arguments: [])))
   }
 
   @Test("signals: power changes, new and removed adapters matter; other changes do not")
