@@ -135,6 +135,12 @@ public struct CentralBridge: Sendable {
   ///   - now: The time.
   /// - Returns: What to do and the response.
   public mutating func remove(_ body: JSONObject, now: Double) -> ([Output], BridgeResponse) {
+    // A friendly name is resolved here, where both halves' names are known; the discovery half
+    // takes addresses only.
+    var body = body
+    if case .string(let text) = body["device"], let address = address(named: text) {
+      body["device"] = .string(address.description)
+    }
     let (outputs, response) = discovery { $0.remove(body) }
     var removed: BluetoothAddress?
     for case .discovery(.removeDevice(let address)) in outputs { removed = address }

@@ -188,6 +188,17 @@ struct CentralBridgeTests {
     #expect(connects(heard + bridge.tick(now: t0 + 61)))
   }
 
+  @Test("device/remove by the device's friendly name forgets it as by its address")
+  func removeByName() throws {
+    var bridge = try linkedOnRequest()
+    _ = bridge.rename(sensor, to: try DeviceID(friendlyName: "kitchen/thermometer"), now: t0 + 2)
+    let (outputs, response) = bridge.remove(["device": "kitchen/thermometer"], now: t0 + 5)
+    #expect(response.ok)
+    #expect(outputs.contains(.gatt(.disconnect(sensor))))
+    #expect(bridge.gatt?.state(of: sensor) == nil)
+    #expect(bridge.discovery.registry[sensor] == nil)
+  }
+
   @Test("device/remove of an unknown address answers as before and touches no link")
   func removeUnknown() throws {
     var bridge = try linkedOnRequest()
