@@ -105,6 +105,25 @@ struct MQTTClientFlowTests {
   }
 
   @Test(
+    "once connected, libmosquitto formats no log line per packet (two per QoS 1 publication while its log callback is set)"
+  )
+  func noLibraryLogWhileConnected() async throws {
+    let broker = try Broker()
+    try broker.start()
+    let client = try await connectedClient(configuration(broker))
+    // Lines were formatted while connecting (the callback explains connection failures).
+    #expect(client.statistics.libraryLogLines > 0)
+    let before = client.statistics.libraryLogLines
+    for i in 0..<100 {
+      try await client.publish(MQTTMessage(topic: "quiet/\(i)", text: "\(i)", qos: .atLeastOnce))
+    }
+    #expect(client.statistics.published == 100)
+    // With the callback set: "sending PUBLISH" and "received PUBACK" for each, 200 lines.
+    #expect(client.statistics.libraryLogLines == before)
+    await client.shutdown()
+  }
+
+  @Test(
     "batches handed over from other threads are written by those threads: in order, all of them, without waking the loop thread per batch"
   )
   func directHandOff() async throws {

@@ -24,6 +24,8 @@
 import asyncio
 import json
 import os
+import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -49,6 +51,42 @@ BRIDGES = ("gatt2mqtt", "baseline")
 DAEMONS = ("bluetoothd", "dbus-daemon", "mosquitto")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 BROKER_PID = 0  # the benchmark's mosquitto
+
+
+PERF = os.environ.get("LAB_PERF") == "1"  # Benchmarks/lab-cpu --profile
+PERF_HZ = 499
+
+
+class Profile:
+    """`perf record -e cpu-clock` of one bridge over one measurement window (only with LAB_PERF=1):
+    the top entries of `perf report` (self time by shared object and symbol) go to
+    <scenario dir>/perf-<phase>-<bridge>.txt."""
+
+    def __init__(self, lab, kind: str, phase: str, pid: int):
+        self.lab, self.pid, self.proc = lab, pid, None
+        self.data = lab.dir / f"perf-{phase}-{kind}.data"
+        self.report = lab.dir / f"perf-{phase}-{kind}.txt"
+
+    def start(self) -> None:
+        if not PERF:
+            return
+        if not shutil.which("perf"):
+            raise LabError("--profile needs perf in the lab's root file system (apt-get install linux-perf)")
+        self.proc = subprocess.Popen(
+            ["perf", "record", "-q", "-e", "cpu-clock", "-F", str(PERF_HZ), "-p", str(self.pid),
+             "-o", str(self.data)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    async def stop(self) -> None:
+        if self.proc is None:
+            return
+        self.proc.send_signal(signal.SIGINT)
+        await asyncio.to_thread(self.proc.wait, 120)
+        report = await asyncio.to_thread(
+            subprocess.run, ["perf", "report", "-i", str(self.data), "--stdio", "--no-children",
+                             "--sort", "dso,symbol", "--percent-limit", "0.5"],
+            capture_output=True, text=True, timeout=900)
+        self.report.write_text(report.stdout + report.stderr)
+        self.lab.log(f"profile: {self.report.name}")
 
 
 def cpu_seconds(pid: int) -> float:
@@ -149,6 +187,8 @@ async def notification_run(lab, mqtt, kind: str, rate: float = RATE) -> dict:
     try:
         await wait_until(lambda: len(got()) >= WARMUP, lab.timeout(240), bridge, kind,
                          f"{WARMUP} heart-rate values on {topic}")
+        profile = Profile(lab, kind, "notifications" if rate else "notifications-fast", bridge.pid)
+        profile.start()
         k0, c0 = len(got()), snapshot(bridge.pid)
 
         def finished() -> bool:
@@ -159,6 +199,7 @@ async def notification_run(lab, mqtt, kind: str, rate: float = RATE) -> dict:
         if len(got()) < NOTIFICATIONS:  # the sensor is done: let the rest drain
             await quiet(lambda: len(got()), bridge, kind, settle=5)
         k1, c1 = len(got()), snapshot(bridge.pid)
+        await profile.stop()
     finally:
         await bridge.stop()
         await sensor.stop()
@@ -196,6 +237,8 @@ async def advertisement_run(lab, mqtt, kind: str, beacons) -> dict:
         await wait_until(lambda: devs <= {m.topic.split("/")[1] for m in adverts(mark)},
                          lab.timeout(180), bridge, kind, "an advertisement of every beacon")
         window = mqtt.mark()
+        profile = Profile(lab, kind, "advertisements", bridge.pid)
+        profile.start()
         sent0, c0 = await beacon_stats(beacons), snapshot(bridge.pid)
         for b in beacons:
             b.send("beacon", interval=BEACON_INTERVAL)
@@ -205,6 +248,7 @@ async def advertisement_run(lab, mqtt, kind: str, beacons) -> dict:
         sent1 = await beacon_stats(beacons)
         await quiet(lambda: len(adverts(window)), bridge, kind)
         c1 = snapshot(bridge.pid)
+        await profile.stop()
         forwarded = len(adverts(window))
     finally:
         for b in beacons:

@@ -75,6 +75,8 @@ func mosquittoOnLog(
   _ mosq: OpaquePointer?, _ userdata: UnsafeMutableRawPointer?, _ level: Int32,
   _ text: UnsafePointer<CChar>?
 ) {
+  guard let core = core(userdata) else { return }
+  core.stats.withLock { $0.libraryLogLines += 1 }
   guard let text, level & (MOSQ_LOG_ERR | MOSQ_LOG_WARNING) != 0 else { return }
-  core(userdata)?.record(.log(String(cString: text)))
+  core.record(.log(String(cString: text)))
 }

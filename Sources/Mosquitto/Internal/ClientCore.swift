@@ -237,6 +237,7 @@ final class ClientCore: @unchecked Sendable {
       records.removeAll(keepingCapacity: true)
       for record in batch { process(record) }
     }
+    handle.libraryLog = session.phase != .connected
     let counters = session.counters
     stats.withLock { stats in
       stats.connected = counters.connected

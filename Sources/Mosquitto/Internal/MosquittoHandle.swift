@@ -85,6 +85,18 @@ final class MosquittoHandle: MQTTTransport {
     mosquitto_log_callback_set(mosq, mosquittoOnLog)
   }
 
+  /// Whether libmosquitto's log reaches the client. While it is set, libmosquitto formats a
+  /// line (`malloc` and `vsnprintf`) for every packet it sends or receives, a debug line the
+  /// client drops: two per QoS 1 publication. Its errors matter while a connection is being
+  /// made (a TLS failure, refused credentials); once connected, a lost connection is explained
+  /// by its return code, and the next attempt logs again.
+  var libraryLog = true {
+    didSet {
+      guard libraryLog != oldValue else { return }
+      mosquitto_log_callback_set(mosq, libraryLog ? mosquittoOnLog : nil)
+    }
+  }
+
   private func check(_ rc: Int32, _ what: String) throws(MQTTError) {
     guard rc != MOSQ_ERR_SUCCESS.rawValue else { return }
     throw MQTTError(.invalidConfiguration, "\(what): \(Self.text(rc))")
