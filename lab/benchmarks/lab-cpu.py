@@ -64,7 +64,8 @@ class Profile:
 
     def __init__(self, lab, kind: str, phase: str, pid: int):
         self.lab, self.pid, self.proc = lab, pid, None
-        self.data = lab.dir / f"perf-{phase}-{kind}.data"
+        # perf cannot map its data file on the lab's shared file system: the guest's /tmp.
+        self.data = Path(f"/tmp/perf-{phase}-{kind}.data")
         self.report = lab.dir / f"perf-{phase}-{kind}.txt"
 
     def start(self) -> None:
@@ -72,20 +73,25 @@ class Profile:
             return
         if not shutil.which("perf"):
             raise LabError("--profile needs perf in the lab's root file system (apt-get install linux-perf)")
+        # perf samples the bridge for as long as its workload runs: a `sleep` that stop() ends
+        # (stopped with SIGINT instead, perf in the guest lost its samples).
         self.proc = subprocess.Popen(
-            ["perf", "record", "-q", "-e", "cpu-clock", "-F", str(PERF_HZ), "-p", str(self.pid),
-             "-o", str(self.data)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            ["perf", "record", "-e", "cpu-clock", "-F", str(PERF_HZ), "-p", str(self.pid),
+             "-o", str(self.data), "--", "sleep", "100000"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     async def stop(self) -> None:
         if self.proc is None:
             return
-        self.proc.send_signal(signal.SIGINT)
-        await asyncio.to_thread(self.proc.wait, 120)
+        for child in subprocess.run(["pgrep", "-P", str(self.proc.pid)], capture_output=True,
+                                    text=True).stdout.split():
+            os.kill(int(child), signal.SIGTERM)
+        _, err = await asyncio.to_thread(self.proc.communicate, None, 120)
         report = await asyncio.to_thread(
             subprocess.run, ["perf", "report", "-i", str(self.data), "--stdio", "--no-children",
                              "--sort", "dso,symbol", "--percent-limit", "0.5"],
             capture_output=True, text=True, timeout=900)
-        self.report.write_text(report.stdout + report.stderr)
+        self.report.write_text(err.decode(errors="replace") + report.stdout + report.stderr)
         self.lab.log(f"profile: {self.report.name}")
 
 
