@@ -36,7 +36,9 @@ from procs import LabError
 ROWS = "BENCH"
 TIMEOUT = 1500
 
-NOTIFICATIONS = 2000
+PERF = os.environ.get("LAB_PERF") == "1"  # Benchmarks/lab-cpu --profile
+# perf takes tens of seconds to start sampling under emulation: a profiled run sends more.
+NOTIFICATIONS = 6000 if PERF else 2000
 RATE = 50  # per second, paced by the clock (sensor --hr-steady) as far as the VM keeps up
 WARMUP = 50  # values forwarded before the measurement starts
 BEACONS = 5
@@ -53,7 +55,6 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 BROKER_PID = 0  # the benchmark's mosquitto
 
 
-PERF = os.environ.get("LAB_PERF") == "1"  # Benchmarks/lab-cpu --profile
 PERF_HZ = 499
 
 
@@ -68,7 +69,7 @@ class Profile:
         self.data = Path(f"/tmp/perf-{phase}-{kind}.data")
         self.report = lab.dir / f"perf-{phase}-{kind}.txt"
 
-    def start(self) -> None:
+    async def start(self) -> None:
         if not PERF:
             return
         if not shutil.which("perf"):
@@ -76,22 +77,44 @@ class Profile:
         # perf samples the bridge for as long as its workload runs: a `sleep` that stop() ends
         # (stopped with SIGINT instead, perf in the guest lost its samples).
         self.proc = subprocess.Popen(
-            ["perf", "record", "-e", "cpu-clock", "-F", str(PERF_HZ), "-p", str(self.pid),
-             "-o", str(self.data), "--", "sleep", "100000"],
+            ["perf", "record", "-e", "cpu-clock", "-F", str(PERF_HZ), "-B", "-N",
+             "-p", str(self.pid), "-o", str(self.data), "--", "sleep", "100000"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        # Under emulation perf takes tens of seconds to set up; it runs the workload once it
+        # samples. The window starts then.
+        deadline = time.monotonic() + 180
+        while self.workload() is None:
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise LabError("perf did not start sampling within 180 s")
+            await asyncio.sleep(0.5)
+
+    def workload(self) -> int | None:
+        """perf's `sleep` once it runs (before that the child is perf's own fork)."""
+        assert self.proc is not None
+        for child in subprocess.run(["pgrep", "-P", str(self.proc.pid)], capture_output=True,
+                                    text=True).stdout.split():
+            try:
+                if Path(f"/proc/{child}/comm").read_text().strip() == "sleep":
+                    return int(child)
+            except OSError:
+                pass
+        return None
 
     async def stop(self) -> None:
         if self.proc is None:
             return
-        for child in subprocess.run(["pgrep", "-P", str(self.proc.pid)], capture_output=True,
-                                    text=True).stdout.split():
-            os.kill(int(child), signal.SIGTERM)
-        _, err = await asyncio.to_thread(self.proc.communicate, None, 120)
-        report = await asyncio.to_thread(
-            subprocess.run, ["perf", "report", "-i", str(self.data), "--stdio", "--no-children",
-                             "--sort", "dso,symbol", "--percent-limit", "0.5"],
-            capture_output=True, text=True, timeout=900)
-        self.report.write_text(err.decode(errors="replace") + report.stdout + report.stderr)
+        sleep = self.workload()
+        if sleep is not None:
+            os.kill(sleep, signal.SIGTERM)
+        _, err = await asyncio.to_thread(self.proc.communicate, None, 600)
+        text = err.decode(errors="replace")
+        for sort in ("dso", "dso,symbol"):  # by shared object, then its top symbols
+            report = await asyncio.to_thread(
+                subprocess.run, ["perf", "report", "-i", str(self.data), "--stdio", "--no-children",
+                                 "--sort", sort, "--percent-limit", "0.5"],
+                capture_output=True, text=True, timeout=900)
+            text += report.stdout + report.stderr
+        self.report.write_text(text)
         self.lab.log(f"profile: {self.report.name}")
 
 
@@ -194,7 +217,7 @@ async def notification_run(lab, mqtt, kind: str, rate: float = RATE) -> dict:
         await wait_until(lambda: len(got()) >= WARMUP, lab.timeout(240), bridge, kind,
                          f"{WARMUP} heart-rate values on {topic}")
         profile = Profile(lab, kind, "notifications" if rate else "notifications-fast", bridge.pid)
-        profile.start()
+        await profile.start()
         k0, c0 = len(got()), snapshot(bridge.pid)
 
         def finished() -> bool:
@@ -244,7 +267,7 @@ async def advertisement_run(lab, mqtt, kind: str, beacons) -> dict:
                          lab.timeout(180), bridge, kind, "an advertisement of every beacon")
         window = mqtt.mark()
         profile = Profile(lab, kind, "advertisements", bridge.pid)
-        profile.start()
+        await profile.start()
         sent0, c0 = await beacon_stats(beacons), snapshot(bridge.pid)
         for b in beacons:
             b.send("beacon", interval=BEACON_INTERVAL)

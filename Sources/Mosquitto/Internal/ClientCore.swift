@@ -210,23 +210,38 @@ final class ClientCore: @unchecked Sendable {
   // MARK: the loop
 
   private func runLoop() {
-    while true {
-      let stopped = loopLock.withLock { _ in
-        drainInbox()
-        session.tick(now: now(), on: &handle)
-        settle()
-        return session.isStopped
+    // One clock reading and one turn of the lock per wake-up (both cost a system call or
+    // more where the clock is slow to read, as in the lab's emulated machine).
+    var next = loopLock.withLock { _ in step(now: now()) }
+    while let plan = next {
+      let revents = poll(plan)
+      let t = now()
+      next = loopLock.withLock { _ in
+        if plan.socket >= 0 { serve(plan.socket, revents) }
+        return step(now: t)
       }
-      if stopped { break }
-      pollOnce()
-      let stoppedAfterPoll = loopLock.withLock { _ in
-        session.tick(now: now(), on: &handle)
-        settle()
-        return session.isStopped
-      }
-      if stoppedAfterPoll { break }
     }
     loopLock.withLock { _ in finish() }
+  }
+
+  /// What the loop thread polls for next.
+  private struct PollPlan {
+    var socket: Int32
+    var events: Int16
+    /// Milliseconds.
+    var timeout: Int32
+  }
+
+  /// With the loop's lock held: carries out what waits in the mailbox, lets the session act
+  /// on the time, and says what to poll for next (`nil` once the session has stopped).
+  private func step(now t: Double) -> PollPlan? {
+    drainInbox()
+    session.tick(now: t, on: &handle)
+    settle()
+    guard !session.isStopped else { return nil }
+    return PollPlan(
+      socket: handle.socket, events: Int16(POLLIN) | (handle.wantsWrite ? Int16(POLLOUT) : 0),
+      timeout: Int32(max(0, min(1000, (session.nextDeadline(now: t) - t) * 1000)).rounded(.up)))
   }
 
   /// Processes what callbacks recorded (C calls made by the session can complete writes at
@@ -252,20 +267,14 @@ final class ClientCore: @unchecked Sendable {
     session.deliverAnswers()
   }
 
-  /// Polls without the lock, then reads and writes with it.
-  private func pollOnce() {
-    let (socket, events, timeout) = loopLock.withLock { _ in
-      let t = now()
-      return (
-        handle.socket, Int16(POLLIN) | (handle.wantsWrite ? Int16(POLLOUT) : 0),
-        Int32(max(0, min(1000, (session.nextDeadline(now: t) - t) * 1000)).rounded(.up))
-      )
-    }
+  /// Polls without the lock; returns what `poll` reported for the plan's socket (0 when
+  /// nothing, or only the wake-up pipe, was ready).
+  private func poll(_ plan: PollPlan) -> Int16 {
     var fds = [mailbox.wakePollFD]
-    if socket >= 0 { fds.append(pollfd(fd: socket, events: events, revents: 0)) }
+    if plan.socket >= 0 { fds.append(pollfd(fd: plan.socket, events: plan.events, revents: 0)) }
     let ready: Int
     do {
-      ready = try pollDescriptors(&fds, timeout: timeout)
+      ready = try pollDescriptors(&fds, timeout: plan.timeout)
     } catch {
       logger.error("MQTT loop: \(error)")
       ready = 0
@@ -274,8 +283,7 @@ final class ClientCore: @unchecked Sendable {
       mailbox.drainWakeUps()
       stats.withLock { $0.loopWakeUps += 1 }
     }
-    guard socket >= 0 else { return }
-    loopLock.withLock { _ in serve(socket, ready > 0 ? fds[1].revents : 0) }
+    return ready > 0 && plan.socket >= 0 ? fds[1].revents : 0
   }
 
   /// Reads and writes what `poll` reported for `socket` (`revents`), and lets libmosquitto
