@@ -33,12 +33,52 @@ public final class CentralRoleService: Sendable {
   /// Discovery starts to try again (adapter → filter, when, attempts so far): bluetoothd answers
   /// `InProgress` for a while after it (re)starts, and a refused start must not stop scanning
   /// for good. Times are the driver's monotonic clock.
-  private let retries = Mutex<[String: (filter: DiscoveryFilter, at: Double, attempts: Int)]>([:])
+  private let retries = Mutex<
+    [String: (filter: DiscoveryFilter, at: Double, streak: DiscoveryRetry)]
+  >(
+    [:])
 
   /// The delays between discovery start attempts: 0.25 s, 0.5 s, 1 s … up to 30 s (right after
   /// a bluetoothd restart it answers `InProgress` while it reconnects devices; measured in the
   /// lab, a 1 s first delay left discovery off for 4.8 s after bluetoothd was back).
-  private static let retryBackoff = Backoff(minimum: 0.25, maximum: 30)
+
+  /// The failed starts of discovery on one adapter since it last started: when to try again,
+  /// and whether to report it.
+  ///
+  /// bluetoothd answers `InProgress` while it is busy (connecting a device, finishing a
+  /// discovery of its own), which ends by itself within seconds: those starts are retried
+  /// every 0.25 s, without backing off and without a report, up to ``busyLimit`` times in a
+  /// row (measured in the lab after a bluetoothd restart: a doubling backoff left discovery
+  /// off for up to 2 s after bluetoothd had finished reconnecting the devices). Other
+  /// failures, and busy answers past that, back off from 0.25 s to 30 s; the first of them is
+  /// reported (`discovery_failed`), once per streak.
+  struct DiscoveryRetry: Sendable {
+    /// Busy answers retried at the shortest delay before they count as failures.
+    static let busyLimit = 40
+    static let backoff = Backoff(minimum: 0.25, maximum: 30)
+
+    /// Busy answers so far.
+    private(set) var busy = 0
+    /// Other failures (and busy answers past the limit) so far.
+    private(set) var failures = 0
+
+    /// Records a failed start.
+    ///
+    /// - Parameter error: Why it failed.
+    /// - Returns: The seconds to wait, whether bluetoothd was only busy, and whether to
+    ///   report the failure.
+    mutating func record(_ error: CentralError) -> (delay: Double, busy: Bool, report: Bool) {
+      if error.code == .inProgress && busy < Self.busyLimit {
+        busy += 1
+        return (Self.backoff.minimum, true, false)
+      }
+      failures += 1
+      return (Self.backoff.nominalDelay(afterFailures: failures - 1), false, failures == 1)
+    }
+
+    /// Every failed start so far.
+    var attempts: Int { busy + failures }
+  }
 
   /// Creates the service.
   ///
@@ -284,17 +324,22 @@ public final class CentralRoleService: Sendable {
         logger.info("discovery started", metadata: ["ble.adapter": "\(adapter)"])
       } catch {
         let now = driver.clock.now()
-        let attempts = retries.withLock { retries in
-          let attempts = (retries[adapter]?.attempts ?? 0) + 1
-          let delay = Self.retryBackoff.nominalDelay(afterFailures: attempts - 1)
-          retries[adapter] = (filter, now + delay, attempts)
-          return attempts
+        let (attempts, retry) = retries.withLock { retries in
+          var streak = retries[adapter]?.streak ?? DiscoveryRetry()
+          let retry = streak.record(error)
+          retries[adapter] = (filter, now + retry.delay, streak)
+          return (streak.attempts, retry)
         }
-        logger.error(
-          "discovery could not start (attempt \(attempts)), retrying: \(error)",
-          metadata: ["ble.adapter": "\(adapter)"])
-        // Reported once per failure streak, not on every retry.
-        if attempts == 1 {
+        if retry.busy {
+          logger.info(
+            "discovery waits: bluetoothd is busy (attempt \(attempts)), retrying in \(retry.delay) s: \(error)",
+            metadata: ["ble.adapter": "\(adapter)"])
+        } else {
+          logger.error(
+            "discovery could not start (attempt \(attempts)), retrying in \(retry.delay) s: \(error)",
+            metadata: ["ble.adapter": "\(adapter)"])
+        }
+        if retry.report {
           driver.feed { bridge, _ in
             bridge.discovery { ($0.discoveryFailed(adapter: adapter, error: error), ()) }.0
           }
