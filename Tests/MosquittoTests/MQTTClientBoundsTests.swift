@@ -93,7 +93,9 @@ struct MQTTClientBoundsTests {
     let started = ContinuousClock.now
     task.cancel()
     let error = await task.value
-    #expect(ContinuousClock.now - started < .milliseconds(500))
+    // Without cancellation the call waits for a broker that never comes; the bound leaves room
+    // for a loaded test machine (576 ms was seen in CI with every suite running at once).
+    #expect(ContinuousClock.now - started < .seconds(3))
     #expect(error?.code == .cancelled)
     // A publish that waits for the broker is cancelled the same way.
     let publish = Task { () -> MQTTError? in
