@@ -30,17 +30,12 @@ public final class CentralRoleService: Sendable {
   /// Set once reading link quality turned out impossible (no capability, no interface): said
   /// once, not tried again.
   let linkQualityRefused = Mutex<CentralError?>(nil)
-  /// Discovery starts to try again (adapter → filter, when, attempts so far): bluetoothd answers
-  /// `InProgress` for a while after it (re)starts, and a refused start must not stop scanning
-  /// for good. Times are the driver's monotonic clock.
+  /// Discovery starts to try again (adapter → filter, when, the failed starts so far): bluetoothd
+  /// answers `InProgress` for a while after it (re)starts, and a refused start must not stop
+  /// scanning for good. Times are the driver's monotonic clock.
   private let retries = Mutex<
     [String: (filter: DiscoveryFilter, at: Double, streak: DiscoveryRetry)]
-  >(
-    [:])
-
-  /// The delays between discovery start attempts: 0.25 s, 0.5 s, 1 s … up to 30 s (right after
-  /// a bluetoothd restart it answers `InProgress` while it reconnects devices; measured in the
-  /// lab, a 1 s first delay left discovery off for 4.8 s after bluetoothd was back).
+  >([:])
 
   /// The failed starts of discovery on one adapter since it last started: when to try again,
   /// and whether to report it.
