@@ -52,9 +52,20 @@ public struct GatewayInstance: Sendable, Hashable {
 /// - the **newcomer** keeps running for ``grace`` seconds: a run that lost power keeps an
 ///   `online` state until the broker gives up on its connection (1.5 × keepalive) and publishes
 ///   its last will, and that must not stop the gateway that replaces it. If the other run is
-///   still online when the grace ends, the newcomer stops (``shouldStop(now:)``): the gateway
+///   still online when the grace ends and answered us during it (a live incumbent publishes its
+///   state again when it sees ours), the newcomer stops (``shouldStop(now:)``): the gateway
 ///   exits 78 (a configuration error) without publishing `offline`, so the incumbent's state
-///   stands.
+///   stands. An older state that was only ever retained and never answered is a stale one —
+///   a run that died while the broker was down leaves one, and no will ever replaces it — and
+///   the newcomer carries on when its grace ends (``dismissSilentRival(now:)``).
+///
+/// Two runs never both act: a run starts its radio roles, answers requests and publishes
+/// anything but its state only once ``mayAct`` — its own `online` state came back from the
+/// broker (which delivers the retained state of an earlier run before it) and no older run is
+/// online. The newcomer stands by for its grace, reading states only. A run that had to start
+/// without that answer (the broker unreachable at its start, ``beginActing()``) and then meets
+/// an older run online stops at once (``shouldStop(now:)``, ``stopsAtOnce``): it acted, so it
+/// must not go on for a grace.
 ///
 /// States without an instance (gatt2mqtt before 0.4, or anything else) are ignored.
 public struct DuplicateGatewayGuard: Sendable {
@@ -70,6 +81,9 @@ public struct DuplicateGatewayGuard: Sendable {
     /// The other run went offline before the grace ended: carry on, and publish our state
     /// again (its last will overwrote it).
     case cleared(other: String)
+    /// The other run's state was retained and nothing answered for it during the grace: a
+    /// stale state of a run that is gone; carry on.
+    case stale(other: String)
     /// Another run's last will (or clean stop) overwrote our retained state: publish it again.
     case overwritten(other: String)
   }
@@ -79,7 +93,19 @@ public struct DuplicateGatewayGuard: Sendable {
   /// Seconds the newcomer waits for the other run's state to go offline.
   public let grace: Double
   /// The other run that makes us the newcomer, and when we stop.
-  public private(set) var rival: (id: String, deadline: Double)?
+  public private(set) var rival: (id: String, deadline: Double, live: Bool)?
+  /// Whether our own `online` state came back from the broker.
+  public private(set) var confirmed = false
+  /// Whether this run acts (``beginActing()``).
+  public private(set) var acting = false
+
+  /// Whether this run may start acting: the broker handed our own state back and no older run
+  /// is online.
+  public var mayAct: Bool { confirmed && rival == nil }
+
+  /// Whether the stop ``shouldStop(now:)`` asks for comes at once, without a grace: an older
+  /// run turned up after this one had started acting.
+  public var stopsAtOnce: Bool { acting && rival != nil }
 
   /// Makes a guard.
   ///
@@ -95,13 +121,18 @@ public struct DuplicateGatewayGuard: Sendable {
   ///
   /// - Parameters:
   ///   - payload: The message's payload.
+  ///   - retained: Whether the broker handed it over as a retained message (on subscribing)
+  ///     rather than as one published now.
   ///   - now: Monotonic seconds (deadlines are in the same clock).
   /// - Returns: What it means.
-  public mutating func observe(_ payload: [UInt8], now: Double) -> Verdict {
+  public mutating func observe(_ payload: [UInt8], retained: Bool = false, now: Double) -> Verdict {
     guard case .object(let object) = try? JSONValue.parse(payload),
-      case .string(let state) = object["state"], case .string(let other) = object["instance"],
-      other != own.id
+      case .string(let state) = object["state"], case .string(let other) = object["instance"]
     else { return .none }
+    guard other != own.id else {
+      if state == "online" { confirmed = true }
+      return .none
+    }
     guard state == "online" else {
       guard let rival, rival.id == other else { return .overwritten(other: other) }
       self.rival = nil
@@ -110,18 +141,39 @@ public struct DuplicateGatewayGuard: Sendable {
     let started = object["started"].flatMap(\.integerValue).map { Double($0) / 1000 } ?? 0
     let olderThanUs = (started, other) < (own.started, own.id)
     guard olderThanUs else { return .incumbent(other: other) }
-    if let rival, rival.id == other { return .newcomer(other: other, deadline: rival.deadline) }
+    if let rival, rival.id == other {
+      if !retained { self.rival?.live = true }
+      return .newcomer(other: other, deadline: rival.deadline)
+    }
     let deadline = now + grace
-    rival = (other, deadline)
+    rival = (other, deadline, !retained)
     return .newcomer(other: other, deadline: deadline)
   }
 
-  /// Whether the newcomer's grace is over with the older run still online.
+  /// Whether this run must stop: the newcomer's grace is over with the older run still online
+  /// and answering, or an older run turned up after this one started acting (``stopsAtOnce``).
   ///
   /// - Parameter now: Monotonic seconds.
   /// - Returns: `true` when this run must stop.
   public func shouldStop(now: Double) -> Bool {
     guard let rival else { return false }
-    return now >= rival.deadline
+    return acting || (now >= rival.deadline && rival.live)
+  }
+
+  /// Ends the grace of a rival that never answered: its state was only ever retained, a stale
+  /// one of a run that is gone.
+  ///
+  /// - Parameter now: Monotonic seconds.
+  /// - Returns: ``Verdict/stale(other:)`` once, when the grace is over without an answer.
+  public mutating func dismissSilentRival(now: Double) -> Verdict? {
+    guard let rival, !acting, !rival.live, now >= rival.deadline else { return nil }
+    self.rival = nil
+    return .stale(other: rival.id)
+  }
+
+  /// Records that this run starts acting: when ``mayAct``, or when the broker could not be asked
+  /// in time. From then on an older run online stops this one at once.
+  public mutating func beginActing() {
+    acting = true
   }
 }

@@ -39,6 +39,8 @@ public final class GatewayService: Service, Sendable {
   /// This run, in the retained state; and what the state of other runs with our id means.
   private let instance: GatewayInstance
   private let duplicates: Mutex<DuplicateGatewayGuard>
+  /// The fleet's messages that arrived before the gateway started acting; `nil` from then on.
+  private let standbyFleet = Mutex<HeldFleetMessages?>(HeldFleetMessages())
   /// `peripheral/start|stop` requests waiting for ``servePeripheralCommands()``.
   private let peripheralCommandStream: AsyncStream<PeripheralCommand>
   private let peripheralCommands: AsyncStream<PeripheralCommand>.Continuation
@@ -205,37 +207,23 @@ public final class GatewayService: Service, Sendable {
       MQTTMessage(
         topic: topics.bridgeState.rawValue, payload: instance.statePayload(online: true),
         qos: .atLeastOnce, retain: true))
-    client.setRetainedState(
-      MQTTMessage(
-        topic: topics.bridgeInfo.rawValue, payload: infoPayload(), qos: .atLeastOnce,
-        retain: true))
-
     if let homeAssistant {
-      // The gateway's device before any Bluetooth device's, so that their `via_device`
-      // resolves in Home Assistant.
       client.addSubscription(homeAssistant.statusTopic)
-      publishHomeAssistantGateway()
     }
 
     var duplicate = false
     await withTaskGroup(of: Void.self) { group in
-      group.addTask { await self.subscribeToRequests() }
       group.addTask { await self.serveRequests() }
       group.addTask { await self.refuseOverflow() }
-      group.addTask { await self.publishHealth() }
       group.addTask { await self.logHealthOnSignal() }
       group.addTask { await self.superviseLoops() }
       if self.fleetOwnership {
         group.addTask { await self.followBroker() }
       }
-      if let centralRole = self.centralRole {
-        group.addTask { await centralRole.run() }
-      }
-      if let peripheralRole = self.peripheralRole {
-        group.addTask { await peripheralRole.run() }
-        group.addTask { await self.servePeripheralCommands() }
-      } else if self.centralRole?.servesConnections == true {
-        group.addTask { await self.servePeripheralCommands() }
+      group.addTask {
+        // Nothing but states until no other run with our gateway.id acts.
+        guard await self.untilClearToAct() else { return }
+        await self.act()
       }
       duplicate = await untilStopped()
       notifier.send("STOPPING=1\n" + SystemdNotifier.status("stopping"))
@@ -254,9 +242,11 @@ public final class GatewayService: Service, Sendable {
       // The other run's `online` stands: no `offline` of ours, and a clean DISCONNECT sends no
       // last will.
       await client.shutdown(finalMessages: [], timeout: 0.6)
+      // A run that acted before it could know is restarted by systemd into standing by.
+      let acted = duplicates.withLock { $0.stopsAtOnce }
       throw GatewayError(
-        "another gatt2mqtt runs with gateway.id '\(topics.gateway.rawValue)'; give each gateway its own gateway.id"
-      )
+        "another gatt2mqtt runs with gateway.id '\(topics.gateway.rawValue)'; give each gateway its own gateway.id",
+        exitCode: acted ? Self.exitRestart : Self.exitConfiguration)
     }
     logger.info("gatt2mqtt stopping: publishing offline state")
     await client.shutdown(
@@ -266,6 +256,81 @@ public final class GatewayService: Service, Sendable {
           qos: .atLeastOnce, retain: true)
       ], timeout: 0.6)
     logger.info("gatt2mqtt stopped")
+  }
+
+  /// Exit status when another run with our `gateway.id` stays online (`EX_CONFIG`: systemd's
+  /// unit does not restart it).
+  static let exitConfiguration: Int32 = 78
+  /// Exit status when another run with our `gateway.id` turned up after this one started acting
+  /// (`EX_TEMPFAIL`: systemd restarts it, and the new run stands by).
+  static let exitRestart: Int32 = 75
+  /// How long the roles wait for the broker to hand our own state back before they start
+  /// without knowing whether another run uses our `gateway.id` (a broker unreachable at start).
+  static let settleWait: Duration = .seconds(5)
+
+  /// The gateway's work: the radio roles, requests and health. Starts once no other run with our
+  /// `gateway.id` acts (``untilClearToAct()``).
+  private func act() async {
+    client.setRetainedState(
+      MQTTMessage(
+        topic: topics.bridgeInfo.rawValue, payload: infoPayload(), qos: .atLeastOnce,
+        retain: true))
+    // The gateway's device before any Bluetooth device's, so that their `via_device` resolves
+    // in Home Assistant.
+    publishHomeAssistantGateway()
+    // What the fleet said meanwhile, in order; the lock keeps newer messages behind it.
+    standbyFleet.withLock { held in
+      for (message, payload) in held?.messages ?? [] {
+        takeFleetMessage(message, payload: payload)
+      }
+      if let dropped = held?.dropped, dropped > 0 {
+        logger.warning(
+          "\(dropped) fleet messages past \(HeldFleetMessages.limit) topics were dropped while standing by"
+        )
+      }
+      held = nil
+    }
+    await withTaskGroup(of: Void.self) { group in
+      group.addTask { await self.subscribeToRequests() }
+      group.addTask { await self.publishHealth() }
+      if let centralRole = self.centralRole {
+        group.addTask { await centralRole.run() }
+      }
+      if let peripheralRole = self.peripheralRole {
+        group.addTask { await peripheralRole.run() }
+        group.addTask { await self.servePeripheralCommands() }
+      } else if self.centralRole?.servesConnections == true {
+        group.addTask { await self.servePeripheralCommands() }
+      }
+    }
+  }
+
+  /// Waits until this run may act (``DuplicateGatewayGuard/mayAct``): the broker handed our
+  /// own state back and no older run with our `gateway.id` is online. A newcomer stands by here
+  /// until the other run goes offline (then it acts) or its grace ends (``untilStopped()``
+  /// stops it). Without an answer from the broker within ``settleWait`` the run acts anyway.
+  ///
+  /// - Returns: `false` when cancelled before it may act.
+  private func untilClearToAct() async -> Bool {
+    let deadline = ContinuousClock.now + Self.settleWait
+    while !Task.isCancelled {
+      let late = ContinuousClock.now >= deadline
+      let start: Bool? = duplicates.withLock { guardState in
+        guard guardState.mayAct || (late && guardState.rival == nil) else { return nil }
+        guardState.beginActing()
+        return guardState.confirmed
+      }
+      if let confirmed = start {
+        if !confirmed {
+          logger.notice(
+            "the broker has not handed back this gateway's state within \(Self.settleWait): starting without knowing whether another run uses gateway.id '\(topics.gateway.rawValue)'"
+          )
+        }
+        return true
+      }
+      try? await Task.sleep(for: .milliseconds(20))
+    }
+    return false
   }
 
   /// Waits for the graceful shutdown, or for the end of the grace a newcomer gets when another
@@ -281,7 +346,11 @@ public final class GatewayService: Service, Sendable {
       race.addTask {
         while !Task.isCancelled {
           let now = ContinuousClock.now
-          if self.duplicates.withLock({ $0.shouldStop(now: self.seconds(now)) }) { return true }
+          let (stop, stale) = self.duplicates.withLock {
+            ($0.shouldStop(now: self.seconds(now)), $0.dismissSilentRival(now: self.seconds(now)))
+          }
+          if stop { return true }
+          if let stale { self.report(stale, now: self.seconds(now)) }
           try? await Task.sleep(for: .milliseconds(250))
         }
         return false
@@ -289,8 +358,9 @@ public final class GatewayService: Service, Sendable {
       let duplicate = await race.next() ?? false
       race.cancelAll()
       if duplicate {
+        let acted = self.duplicates.withLock { $0.stopsAtOnce }
         logger.critical(
-          "stopping: another gatt2mqtt with gateway.id '\(topics.gateway.rawValue)' is still online; give each gateway its own gateway.id (exit 78)"
+          "stopping: another gatt2mqtt with gateway.id '\(topics.gateway.rawValue)' is \(acted ? "online and this run already acted (the broker answered late): restarting into standing by (exit \(Self.exitRestart))" : "still online; give each gateway its own gateway.id (exit \(Self.exitConfiguration))")"
         )
       }
       return duplicate
@@ -316,26 +386,34 @@ public final class GatewayService: Service, Sendable {
     let now = seconds(ContinuousClock.now)
     let (verdict, first) = duplicates.withLock { guardState in
       let known = guardState.rival?.id
-      let verdict = guardState.observe(message.payload, now: now)
+      let verdict = guardState.observe(message.payload, retained: message.retain, now: now)
       if case .newcomer(let other, _) = verdict { return (verdict, known != other) }
       return (verdict, true)
     }
     guard first else { return }
+    report(verdict, now: now)
+  }
+
+  /// Logs what a verdict of ``DuplicateGatewayGuard`` means, acts on it and publishes the
+  /// `duplicate_gateway_id` event.
+  private func report(_ verdict: DuplicateGatewayGuard.Verdict, now: Double) {
     var data: JSONObject = ["instance": .string(instance.id)]
+    let id = topics.gateway.rawValue
     switch verdict {
     case .none:
       return
     case .newcomer(let other, let deadline):
       let wait = Int((deadline - now).rounded(.up))
+      let acted = duplicates.withLock { $0.acting }
       logger.critical(
-        "another gatt2mqtt (instance \(other)) has been online with gateway.id '\(topics.gateway.rawValue)' longer than this one (instance \(instance.id)); this one stops in \(wait) s unless that one goes offline. Give each gateway its own gateway.id."
+        "another gatt2mqtt (instance \(other)) has been online with gateway.id '\(id)' longer than this one (instance \(instance.id)); \(acted ? "this one stops now" : "this one stands by and stops in \(wait) s unless that one goes offline or never answers (a stale state)"). Give each gateway its own gateway.id."
       )
       data["other"] = .string(other)
       data["role"] = "newcomer"
-      data["stop_in_s"] = .integer(Int64(wait))
+      data["stop_in_s"] = .integer(acted ? 0 : Int64(wait))
     case .incumbent(let other):
       logger.critical(
-        "another gatt2mqtt (instance \(other)) started with this gateway's id '\(topics.gateway.rawValue)'; it will stop. Give each gateway its own gateway.id."
+        "another gatt2mqtt (instance \(other)) started with this gateway's id '\(id)'; it will stop. Give each gateway its own gateway.id."
       )
       data["other"] = .string(other)
       data["role"] = "incumbent"
@@ -345,6 +423,13 @@ public final class GatewayService: Service, Sendable {
         "the other gatt2mqtt with this gateway.id (instance \(other)) went offline; carrying on")
       data["other"] = .string(other)
       data["role"] = "cleared"
+      assertOnline()
+    case .stale(let other):
+      logger.notice(
+        "the other gatt2mqtt with this gateway.id (instance \(other)) never answered: its online state was a stale one (a run gone while the broker was down); carrying on"
+      )
+      data["other"] = .string(other)
+      data["role"] = "stale"
       assertOnline()
     case .overwritten(let other):
       logger.notice(
@@ -395,6 +480,12 @@ public final class GatewayService: Service, Sendable {
       if Task.isCancelled { return }
       if case .disconnected = event { centralRole?.brokerLost() }
     }
+  }
+
+  /// Hands a fleet message (a claim, a gateway's state, a device's name) to the central role.
+  private func takeFleetMessage(_ fleet: Topics.FleetMessage, payload: [UInt8]) {
+    centralRole?.fleetMessage(fleet, payload: payload)
+    if case .name = fleet { subscribeToNamedRequests(payload) }
   }
 
   /// A device renamed to a name of several levels: its request topics are not matched by the
@@ -448,14 +539,17 @@ public final class GatewayService: Service, Sendable {
   /// Answers one incoming message; never throws, whatever the message holds.
   func handle(_ incoming: MQTTMessage) {
     if let fleet = topics.parseFleet(incoming.topic) {
-      if case .name = fleet {
-        centralRole?.fleetMessage(fleet, payload: incoming.payload)
-        subscribeToNamedRequests(incoming.payload)
-        return
-      }
-      if fleetOwnership {
-        if incoming.topic == topics.bridgeState.rawValue { observeOwnState(incoming) }
-        centralRole?.fleetMessage(fleet, payload: incoming.payload)
+      let isName: Bool
+      if case .name = fleet { isName = true } else { isName = false }
+      if isName || fleetOwnership {
+        if !isName, incoming.topic == topics.bridgeState.rawValue { observeOwnState(incoming) }
+        // Standing by, they wait for the central role (``act()`` hands them over).
+        let held = standbyFleet.withLock { held in
+          guard held != nil else { return false }
+          held?.hold(incoming.topic, fleet, payload: incoming.payload)
+          return true
+        }
+        if !held { takeFleetMessage(fleet, payload: incoming.payload) }
         return
       }
     }
@@ -464,7 +558,8 @@ public final class GatewayService: Service, Sendable {
       return
     }
     if incoming.topic == homeAssistant?.statusTopic {
-      if incoming.payload == Array("online".utf8) {
+      // Standing by, the other run answers Home Assistant.
+      if incoming.payload == Array("online".utf8), duplicates.withLock({ $0.acting }) {
         logger.info("Home Assistant is online: publishing the discovery configs again")
         publishHomeAssistantGateway()
         centralRole?.republishHomeAssistant()
@@ -763,6 +858,11 @@ public final class GatewayService: Service, Sendable {
   private func unhealthyReasons(connected: Bool) -> [String] {
     var reasons: [String] = []
     if !connected { reasons.append("not connected to the MQTT broker") }
+    if let rival = duplicates.withLock({ $0.acting ? nil : $0.rival?.id }) {
+      reasons.append(
+        "standing by: another run (instance \(rival)) is online with gateway.id '\(topics.gateway.rawValue)'"
+      )
+    }
     reasons += loops.stalled(limit: loopPeriod).map { "\($0) does not answer" }
     if let centralRole { reasons += centralRole.adapterProblems }
     if let problem = peripheralRole?.problem { reasons.append(problem) }
@@ -805,8 +905,17 @@ public final class GatewayService: Service, Sendable {
 public struct GatewayError: Error, CustomStringConvertible, Sendable {
   /// What is wrong.
   public let description: String
+  /// The process's exit status for it (78, `EX_CONFIG`, unless said otherwise).
+  public let exitCode: Int32
   /// Creates the error.
-  public init(_ description: String) { self.description = description }
+  ///
+  /// - Parameters:
+  ///   - description: What is wrong.
+  ///   - exitCode: The process's exit status for it.
+  public init(_ description: String, exitCode: Int32 = 78) {
+    self.description = description
+    self.exitCode = exitCode
+  }
 }
 
 /// A `peripheral/start` or `peripheral/stop` request waiting to be carried out.

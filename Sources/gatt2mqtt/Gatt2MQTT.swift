@@ -80,7 +80,7 @@ extension Gatt2MQTT {
         try await GatewayRunner.run(configuration: loaded, logger: logger)
       } catch let error as GatewayError {
         logger.critical("cannot start: \(error)")
-        throw ExitCode(78)
+        throw ExitCode(error.exitCode)
       }
     }
   }

@@ -64,6 +64,74 @@ struct DuplicateGatewayGuardTests {
     )
   }
 
+  @Test("a run may act once the broker handed its own online state back and no older run is online")
+  func mayActAfterOwnState() {
+    var guardState = DuplicateGatewayGuard(own: own, grace: 12)
+    #expect(!guardState.mayAct)
+    // Our own offline state (an earlier clean stop of this run) confirms nothing.
+    _ = guardState.observe(own.statePayload(online: false), now: 0)
+    #expect(!guardState.mayAct)
+    _ = guardState.observe(newer.statePayload(online: true), now: 0)
+    #expect(!guardState.mayAct)
+    _ = guardState.observe(own.statePayload(online: true), now: 0)
+    #expect(guardState.mayAct)
+  }
+
+  @Test(
+    "the newcomer stands by: an older run's retained state comes before our own, so it never may act"
+  )
+  func newcomerStandsBy() {
+    var guardState = DuplicateGatewayGuard(own: own, grace: 12)
+    _ = guardState.observe(older.statePayload(online: true), now: 1)
+    _ = guardState.observe(own.statePayload(online: true), now: 1)
+    #expect(!guardState.mayAct)
+    #expect(!guardState.stopsAtOnce)
+    // The older run's will within the grace: now it may.
+    _ = guardState.observe(older.statePayload(online: false), now: 5)
+    #expect(guardState.mayAct)
+  }
+
+  @Test("a run that acted before it could know stops at once when an older run turns up")
+  func lateRivalStopsAtOnce() {
+    var guardState = DuplicateGatewayGuard(own: own, grace: 12)
+    guardState.beginActing()
+    #expect(!guardState.shouldStop(now: 0))
+    #expect(
+      guardState.observe(older.statePayload(online: true), now: 30)
+        == .newcomer(other: older.id, deadline: 42))
+    #expect(guardState.stopsAtOnce)
+    #expect(guardState.shouldStop(now: 30))
+    // A newer run turning up stops nothing.
+    var incumbent = DuplicateGatewayGuard(own: own, grace: 12)
+    incumbent.beginActing()
+    _ = incumbent.observe(newer.statePayload(online: true), now: 30)
+    #expect(!incumbent.stopsAtOnce)
+    #expect(!incumbent.shouldStop(now: 1_000))
+  }
+
+  @Test(
+    "an older state only ever retained and never answered is stale: the newcomer carries on after its grace; one that answered stops it"
+  )
+  func staleRival() {
+    var guardState = DuplicateGatewayGuard(own: own, grace: 12)
+    #expect(
+      guardState.observe(older.statePayload(online: true), retained: true, now: 5)
+        == .newcomer(other: older.id, deadline: 17))
+    #expect(guardState.dismissSilentRival(now: 16) == nil)
+    #expect(!guardState.shouldStop(now: 17))
+    #expect(guardState.dismissSilentRival(now: 17) == .stale(other: older.id))
+    #expect(guardState.dismissSilentRival(now: 18) == nil)
+    _ = guardState.observe(own.statePayload(online: true), now: 18)
+    #expect(guardState.mayAct)
+
+    // The same, but the older run publishes its state again (it saw ours): it is alive.
+    var answered = DuplicateGatewayGuard(own: own, grace: 12)
+    _ = answered.observe(older.statePayload(online: true), retained: true, now: 5)
+    _ = answered.observe(older.statePayload(online: true), retained: false, now: 6)
+    #expect(answered.dismissSilentRival(now: 17) == nil)
+    #expect(answered.shouldStop(now: 17))
+  }
+
   @Test("an instance id is 16 hex digits, new each run")
   func randomInstances() {
     let ids = Set((0..<100).map { _ in GatewayInstance.random(started: 0).id })

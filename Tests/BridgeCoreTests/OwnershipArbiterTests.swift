@@ -171,6 +171,50 @@ struct OwnershipArbiterTests {
     #expect(fleet.owners(of: other) == [0])
   }
 
+  @Test func aForgedBrokenOrClearedClaimOverAnOwnedDeviceIsPutRightAndTheOwnerKeepsIt() throws {
+    var fleet = OwnershipFleet(gateways: ["a", "b"])
+    fleet.start(0, now: 0)
+    fleet.start(1, now: 0)
+    run(&fleet, from: 0, seconds: 6, rssi: [-50, nil])
+    #expect(fleet.owners(of: device) == [0])
+    let topic = "t/A4C1381E29DF/owner"
+    let forged = OwnershipClaim(
+      gateway: GatewayID("b"), instance: "forged", rssi: -20, connected: true, reason: "unowned")
+    for (step, payload) in [forged.payload, Array("{not json".utf8), []].enumerated() {
+      fleet.publish(topic, payload)
+      fleet.deliver(now: 6 + Double(step))
+      #expect(fleet.owners(of: device) == [0])
+      #expect(fleet.members[0].lost[device] == nil)
+      let held = try OwnershipClaim(parsing: try #require(fleet.retained[topic]))
+      #expect(held.gateway == GatewayID("a") && held.instance == "run0")
+    }
+    // Three from the owner (forged, unreadable, cleared), one from "b" (unreadable).
+    #expect(fleet.invalidClaims == 4)
+    // A valid claim of a gateway online in that run still takes it.
+    fleet.publish(
+      topic,
+      OwnershipClaim(gateway: GatewayID("b"), instance: "run1", rssi: -40, reason: "stronger")
+        .payload)
+    fleet.deliver(now: 10)
+    #expect(fleet.members[0].lost[device] == 1)
+    #expect(fleet.members[0].arbiter.owner(of: device) == GatewayID("b"))
+  }
+
+  @Test func anotherRunWithOurGatewayIDOrOurStateClearedDropsNothing() {
+    var fleet = OwnershipFleet(gateways: ["a"])
+    fleet.start(0, now: 0)
+    run(&fleet, from: 0, seconds: 5, rssi: [-60])
+    #expect(fleet.owners(of: device) == [0])
+    let twin = GatewayInstance(id: "twin", started: 50)
+    fleet.publish("t/bridge/a/state", twin.statePayload(online: true))
+    fleet.deliver(now: 6)
+    fleet.publish("t/bridge/a/state", [])
+    fleet.deliver(now: 7)
+    run(&fleet, from: 7, seconds: 3, rssi: [-60])
+    #expect(fleet.owners(of: device) == [0])
+    #expect(fleet.members[0].lost[device] == nil)
+  }
+
   @Test func aClaimLeftByAnEarlierRunOfTheSameGatewayIsClaimedAgain() {
     var fleet = OwnershipFleet(gateways: ["a"])
     fleet.start(0, now: 0)

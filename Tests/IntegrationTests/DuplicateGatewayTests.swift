@@ -21,14 +21,28 @@ struct DuplicateGatewayTests {
       .compactMap { $0["data"]?["role"]?.stringValue }
   }
 
+  /// Messages of the device plane (a simulated world's devices), not the bridge's, published
+  /// while the observer listened (not retained ones of an earlier run).
+  static func devicePlane(_ seen: Collector) -> [MQTTMessage] {
+    seen.messages.filter { !$0.retain && !$0.topic.hasPrefix("gatt2mqtt/bridge/") }
+  }
+
+  /// Health reports of a gateway with the simulated radio (the one without a radio has none).
+  static func simulatedHealth(_ seen: Collector) -> [MQTTMessage] {
+    seen.messages.filter {
+      $0.topic == "gatt2mqtt/bridge/twin/health"
+        && (try? JSONValue.parse($0.payload))?["simulation"] != nil
+    }
+  }
+
   @Test(
-    "the newcomer says so and exits 78 after its grace, leaving the incumbent's state; the incumbent keeps running"
+    "the newcomer stands by (no device plane, no health, no answers), says so and exits 78 after its grace, leaving the incumbent's state; the incumbent keeps running"
   )
   func newcomerStops() async throws {
     let broker = try Broker()
     try broker.start()
     defer { broker.stop() }
-    let (observer, seen) = try await observe(broker, "gatt2mqtt/bridge/twin/#")
+    let (observer, seen) = try await observe(broker, "gatt2mqtt/#")
     let first = try GatewayProcess(broker: broker, id: "twin", extra: ["--radio", "none"])
     let stateTopic = first.stateTopic
     #expect(
@@ -38,16 +52,30 @@ struct DuplicateGatewayTests {
     let firstInstance = try #require(
       Self.instance(seen.messages.last { $0.topic == stateTopic }))
 
-    let second = try GatewayProcess(broker: broker, id: "twin", extra: ["--radio", "none"])
+    // The newcomer has a simulated world: acting, it would publish its devices at once.
+    let second = try GatewayProcess(broker: broker, id: "twin", extra: ["--radio", "simulated"])
     let started = ContinuousClock.now
+    let eventTopic = "gatt2mqtt/bridge/twin/event"
+    #expect(await eventually { Self.roles(seen, eventTopic).contains("newcomer") })
+    // A request to the id both use is answered once, by the incumbent.
+    try await observer.publish(
+      MQTTMessage(
+        topic: "gatt2mqtt/bridge/twin/request/health_check", text: #"{"transaction":"t1"}"#,
+        qos: .atLeastOnce))
+    let responseTopic = "gatt2mqtt/bridge/twin/response/health_check"
+    #expect(await eventually { seen.messages.contains { $0.topic == responseTopic } })
+    try await Task.sleep(for: .seconds(2))
+    #expect(seen.messages.filter { $0.topic == responseTopic }.count == 1)
     // keepalive 5 s: the newcomer waits 1.5 × 5 + 5 = 12.5 s for the other to go offline.
     #expect(await eventually(timeout: 40) { second.child.wait(timeout: 0) != nil })
+    #expect(second.log.contains("standing by") || second.log.contains("stops in"))
+    #expect(Self.devicePlane(seen).isEmpty, "published: \(Self.devicePlane(seen).map(\.topic))")
+    #expect(Self.simulatedHealth(seen).isEmpty)
     let waited = ContinuousClock.now - started
     #expect(waited >= .seconds(10))
     #expect(ChildProcess.exitCode(second.child.wait()) == 78)
     #expect(second.log.contains("another gatt2mqtt"))
     #expect(second.log.contains("gateway.id"))
-    let eventTopic = "gatt2mqtt/bridge/twin/event"
     #expect(Self.roles(seen, eventTopic).contains("newcomer"))
     #expect(Self.roles(seen, eventTopic).contains("incumbent"))
 
@@ -62,6 +90,49 @@ struct DuplicateGatewayTests {
     await observer.shutdown()
   }
 
+  /// The types of the events seen on `topic`.
+  static func eventTypes(_ seen: Collector, _ topic: String) -> [String] {
+    seen.messages.filter { $0.topic == topic }.compactMap { try? JSONValue.parse($0.payload) }
+      .compactMap { $0["type"]?.stringValue }
+  }
+
+  @Test(
+    "with fleet ownership, a newcomer with the same gateway.id takes nothing from the incumbent: no device lost, no claim of its own"
+  )
+  func fleetIncumbentKeepsItsDevices() async throws {
+    let broker = try Broker()
+    try broker.start()
+    defer { broker.stop() }
+    let (observer, seen) = try await observe(broker, "gatt2mqtt/#")
+    let fleet = ["--radio", "simulated", "--fleet.ownership.enabled", "true"]
+    let first = try GatewayProcess(broker: broker, id: "twin", extra: fleet)
+    let eventTopic = "gatt2mqtt/bridge/twin/event"
+    #expect(
+      await eventually(timeout: 20) {
+        Self.eventTypes(seen, eventTopic).contains("ownership_gained")
+      })
+    let firstInstance = try #require(
+      Self.instance(seen.messages.last { $0.topic == first.stateTopic && stateIs($0, "online") }))
+    let second = try GatewayProcess(broker: broker, id: "twin", extra: fleet)
+    #expect(await eventually { Self.roles(seen, eventTopic).contains("incumbent") })
+    try await Task.sleep(for: .seconds(3))
+    // Killed while standing by: its last will (offline, its instance) must not cost the
+    // incumbent anything either.
+    second.child.signal(SIGKILL)
+    second.child.wait()
+    try await Task.sleep(for: .seconds(2))
+    #expect(
+      !Self.eventTypes(seen, eventTopic).contains("ownership_lost"),
+      "\(Self.eventTypes(seen, eventTopic))")
+    // Every claim on the broker is the incumbent's.
+    let claims = seen.messages.filter { $0.topic.hasSuffix("/owner") && !$0.payload.isEmpty }
+      .compactMap { try? OwnershipClaim(parsing: $0.payload) }
+    #expect(!claims.isEmpty)
+    #expect(claims.allSatisfy { $0.instance == firstInstance })
+    #expect(first.child.wait(timeout: 0) == nil)
+    await observer.shutdown()
+  }
+
   @Test(
     "a stale online state (a run that lost power) that turns offline within the grace: the new run carries on"
   )
@@ -69,22 +140,29 @@ struct DuplicateGatewayTests {
     let broker = try Broker()
     try broker.start()
     defer { broker.stop() }
-    let (observer, seen) = try await observe(broker, "gatt2mqtt/bridge/twin/#")
+    let (observer, seen) = try await observe(broker, "gatt2mqtt/#")
     // The broker still holds the online state of a run that is gone.
     let ghost = GatewayInstance(id: "00000000deadbeef", started: 1_000)
     try await observer.publish(
       MQTTMessage(
         topic: "gatt2mqtt/bridge/twin/state", payload: ghost.statePayload(online: true),
         qos: .atLeastOnce, retain: true))
-    let gateway = try GatewayProcess(broker: broker, id: "twin", extra: ["--radio", "none"])
+    let gateway = try GatewayProcess(broker: broker, id: "twin", extra: ["--radio", "simulated"])
     let eventTopic = "gatt2mqtt/bridge/twin/event"
     #expect(await eventually { Self.roles(seen, eventTopic).contains("newcomer") })
+    // Standing by while the other run may still act.
+    try await Task.sleep(for: .seconds(2))
+    #expect(Self.devicePlane(seen).isEmpty, "published: \(Self.devicePlane(seen).map(\.topic))")
+    #expect(Self.simulatedHealth(seen).isEmpty)
     // The ghost's last will arrives (the broker gave up on its connection).
     try await observer.publish(
       MQTTMessage(
         topic: "gatt2mqtt/bridge/twin/state", payload: ghost.statePayload(online: false),
         qos: .atLeastOnce, retain: true))
     #expect(await eventually { Self.roles(seen, eventTopic).contains("cleared") })
+    // Now it acts: its simulated devices and health appear.
+    #expect(await eventually { !Self.devicePlane(seen).isEmpty })
+    #expect(await eventually { !Self.simulatedHealth(seen).isEmpty })
     // Its own online state is the retained one again.
     let (late, lateSeen) = try await observe(broker, "gatt2mqtt/bridge/twin/state")
     #expect(
@@ -96,6 +174,43 @@ struct DuplicateGatewayTests {
     // Past the grace (12.5 s) it still runs.
     try await Task.sleep(for: .seconds(14))
     #expect(gateway.child.wait(timeout: 0) == nil)
+    await observer.shutdown()
+  }
+
+  @Test(
+    "a run that had to start without the broker and then meets an older run online stops at once with 75 (restarted into standing by)"
+  )
+  func lateRivalStopsAtOnce() async throws {
+    let broker = try Broker(persistence: true)
+    try broker.start()
+    defer { broker.stop() }
+    let ghost = GatewayInstance(id: "00000000deadbeef", started: 1_000)
+    let (setter, _) = try await observe(broker, "gatt2mqtt/bridge/twin/state")
+    try await setter.publish(
+      MQTTMessage(
+        topic: "gatt2mqtt/bridge/twin/state", payload: ghost.statePayload(online: true),
+        qos: .atLeastOnce, retain: true))
+    await setter.shutdown()
+    broker.stop()  // SIGTERM: the retained state is saved
+    let gateway = try GatewayProcess(broker: broker, id: "twin", extra: ["--radio", "simulated"])
+    // Without a broker it acts after 5 s.
+    #expect(await eventually(timeout: 15) { gateway.log.contains("has not handed back") })
+    try broker.start()
+    #expect(await eventually(timeout: 20) { gateway.child.wait(timeout: 0) != nil })
+    #expect(ChildProcess.exitCode(gateway.child.wait()) == 75, "log: \(gateway.log)")
+    #expect(gateway.log.contains("already acted"))
+
+    // Restarted (as systemd does on 75): the retained online state is the stopped run's, which
+    // never answers: the new run stands by for its grace, then calls it stale and acts.
+    let (observer, seen) = try await observe(broker, "gatt2mqtt/#")
+    let restarted = try GatewayProcess(broker: broker, id: "twin", extra: ["--radio", "simulated"])
+    let eventTopic = "gatt2mqtt/bridge/twin/event"
+    #expect(await eventually { Self.roles(seen, eventTopic).contains("newcomer") })
+    try await Task.sleep(for: .seconds(2))
+    #expect(Self.devicePlane(seen).isEmpty, "published: \(Self.devicePlane(seen).map(\.topic))")
+    #expect(await eventually(timeout: 30) { Self.roles(seen, eventTopic).contains("stale") })
+    #expect(await eventually { !Self.devicePlane(seen).isEmpty })
+    #expect(restarted.child.wait(timeout: 0) == nil)
     await observer.shutdown()
   }
 }

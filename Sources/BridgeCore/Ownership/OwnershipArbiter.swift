@@ -270,6 +270,24 @@ public struct OwnershipArbiter: Sendable {
     if let claim = device.claim, claim.gateway == gateway, claim.instance == instance {
       device.claimSent = nil
     }
+    // The retained claim is anyone's to write: one that displaces ours without a valid
+    // claimant — unreadable, cleared by someone else, or naming a run that is not online — is
+    // put right, and the owner keeps the device (a forged or broken claim must not drop a live
+    // link; a gateway that wants the device publishes a valid claim).
+    if device.owned, mayClaim, let ours = device.published, device.claim.map(valid) != true {
+      let problem =
+        device.claim.map {
+          "a claim by '\($0.gateway.rawValue)' (instance \($0.instance)), which is not online in that run"
+        } ?? (payload.isEmpty ? "the claim was cleared" : nil)
+      if let problem { outputs.append(.invalidClaim(address, problem: problem)) }
+      device.claim = ours
+      device.malformed = false
+      device.claimSent = now
+      devices[address] = device
+      return outputs + [
+        .publish(topic: topics.owner(DeviceID(address: address)), payload: ours.payload)
+      ]
+    }
     // A new claimant restarts a challenge; the owner refreshing its claim does not.
     if device.claim.map({ "\($0.gateway.rawValue) \($0.instance)" }) != previous {
       device.challengeSince = nil
@@ -304,6 +322,9 @@ public struct OwnershipArbiter: Sendable {
     // Our own last will, handed back when we reconnect (we subscribe before publishing
     // `online` again): not a reason to drop our devices; our `online` follows.
     if ours, let peer, !peer.online, peer.instance == instance { return [] }
+    // Another run with our gateway.id (one started twice: it stands by and stops, see
+    // DuplicateGatewayGuard), or our state cleared by someone else: our claims stay ours.
+    if ours, peer?.instance != instance { return [] }
     let resuming = ours && isSuspended && peer?.online == true && peer?.instance == instance
     if resuming { isSuspended = false }
     guard peers[gateway] != peer || resuming else { return [] }
