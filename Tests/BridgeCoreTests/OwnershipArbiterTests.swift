@@ -278,6 +278,48 @@ struct OwnershipArbiterTests {
     #expect(claim.reason == "owner_stale")
   }
 
+  @Test func aGatewayWithoutAFreeSlotWaitsLongerToClaimADeviceThatWantsAConnection() throws {
+    var fleet = OwnershipFleet(gateways: ["a", "b"])
+    fleet.wantsConnection = true
+    fleet.members[0].arbiter.freeSlots = 0
+    fleet.start(0, now: 0)
+    fleet.start(1, now: 0)
+    // "a" hears it 20 dB better but could not connect it: "b" claims first.
+    run(&fleet, from: 0, seconds: 10, rssi: [-50, -70])
+    #expect(fleet.owners(of: device) == [1])
+    let claim = try OwnershipClaim(parsing: try #require(fleet.retained["t/A4C1381E29DF/owner"]))
+    #expect(claim.slots == 5)
+    // Without a connection wanted, the stronger one claims.
+    var plain = OwnershipFleet(gateways: ["a", "b"])
+    plain.members[0].arbiter.freeSlots = 0
+    plain.start(0, now: 0)
+    plain.start(1, now: 0)
+    run(&plain, from: 0, seconds: 10, rssi: [-50, -70])
+    #expect(plain.owners(of: device) == [0])
+  }
+
+  @Test func anOwnerOutOfSlotsHandsADeviceThatWantsAConnectionToOneWithSlotsAfterTheDwell()
+    throws
+  {
+    var fleet = OwnershipFleet(gateways: ["a", "b"])
+    fleet.wantsConnection = true
+    fleet.start(0, now: 0)
+    fleet.start(1, now: 0)
+    run(&fleet, from: 0, seconds: 6, rssi: [-50, nil])
+    #expect(fleet.owners(of: device) == [0])
+    // Its slots run out: it says so in its claim.
+    fleet.members[0].arbiter.freeSlots = 0
+    run(&fleet, from: 6, seconds: 2, rssi: [-50, nil])
+    let topic = "t/A4C1381E29DF/owner"
+    #expect(try OwnershipClaim(parsing: try #require(fleet.retained[topic])).slots == 0)
+    // "b" hears it weaker (not a margin stronger) but has slots: it takes over after the dwell.
+    run(&fleet, from: 8, seconds: 25, rssi: [-50, -60])
+    #expect(fleet.owners(of: device) == [0])
+    run(&fleet, from: 33, seconds: 10, rssi: [-50, -60])
+    #expect(fleet.owners(of: device) == [1])
+    #expect(try OwnershipClaim(parsing: try #require(fleet.retained[topic])).reason == "slots")
+  }
+
   @Test func aConnectedOwnerIsNeverChallenged() {
     var fleet = OwnershipFleet(gateways: ["a", "b"])
     fleet.start(0, now: 0)

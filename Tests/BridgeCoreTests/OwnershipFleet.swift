@@ -18,6 +18,8 @@ struct OwnershipFleet {
   /// Every claim publication, in order.
   var claims: [(topic: String, payload: [UInt8])] = []
   var invalidClaims = 0
+  /// Whether the devices want a connection (as `bluetooth.connect` says for them).
+  var wantsConnection = false
 
   init(
     gateways: [String], configuration: OwnershipArbiter.Configuration = .init(),
@@ -88,7 +90,7 @@ struct OwnershipFleet {
   mutating func observe(_ index: Int, _ address: BluetoothAddress, rssi: Int, now: Double) {
     guard members[index].alive else { return }
     let outputs = members[index].arbiter.observed(
-      address, rssi: rssi, wantsConnection: false, now: now)
+      address, rssi: rssi, wantsConnection: wantsConnection, now: now)
     take(index, outputs)
     deliver(now: now)
   }
