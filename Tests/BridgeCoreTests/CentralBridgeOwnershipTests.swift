@@ -10,12 +10,12 @@ struct CentralBridgeOwnershipTests {
 
   /// A bridge of gateway `pi` that connects the sensor by policy, with ownership on; the broker
   /// holds pi's and hall's `online` states.
-  func bridge() -> CentralBridge {
+  func bridge(policy: Set<BluetoothAddress> = [GATTHarness.sensor]) -> CentralBridge {
     var bridge = CentralBridge(
       discovery: DiscoveryBridge(topics: Fixture.topics, configuration: .init(devicesInterval: 0)),
       gatt: GATTBridge(
         topics: Fixture.topics,
-        configuration: .init(policy: ConnectionPolicy(addresses: [GATTHarness.sensor]))),
+        configuration: .init(policy: ConnectionPolicy(addresses: policy))),
       ownership: OwnershipArbiter(topics: Fixture.topics, instance: "run0", freeSlots: 5))
     _ = bridge.fleetMessage(
       .state(GatewayID("pi")), payload: own.statePayload(online: true), now: t0)
@@ -83,7 +83,7 @@ struct CentralBridgeOwnershipTests {
       device: DeviceID(address: sensor), service: GATTHarness.battery,
       characteristic: BluetoothUUID(uuid16: 0x2A19))
     let silent = bridge.request(about: path.device, now: t0 + 21) {
-      $0.request(.notify(path), payload: Array("true".utf8), now: t0 + 21)
+      $0.request(.notify(path), payload: Array("on".utf8), now: t0 + 21)
     }
     #expect(silent.isEmpty)
     let refused = bridge.deviceRequest(
@@ -141,6 +141,66 @@ struct CentralBridgeOwnershipTests {
     #expect(lost.contains(.fleet(.forgetRetained(below: "gatt2mqtt/A4C1381E29DF/"))))
     #expect(lost.contains(.gatt(.disconnect(sensor))))
     #expect(!published(lost).contains { $0.hasPrefix("gatt2mqtt/A4C1381E29DF/") })
+  }
+
+  @Test func aConnectionAndANotifyWishSentWhileAnotherOwnedTheDeviceFollowItToThisGateway() throws {
+    var bridge = bridge(policy: [])  // no connection by configuration
+    _ = bridge.fleetMessage(.owner(sensor), payload: claim("hall", "hall1"), now: t0)
+    _ = bridge.handle(.deviceUpdated(Fixture.advert(rssi: -55)), now: t0)
+    // The retained notify wish and a connection request reach every gateway; hall serves them.
+    let battery = CharacteristicPath(
+      device: DeviceID(address: sensor), service: GATTHarness.battery,
+      characteristic: GATTHarness.batteryLevel)
+    var silent = bridge.request(about: battery.device, now: t0 + 1) {
+      $0.request(.notify(battery), payload: Array("on".utf8), now: t0 + 1)
+    }
+    silent += bridge.request(about: battery.device, now: t0 + 1) {
+      $0.request(
+        .connectionSet(battery.device), payload: Array(#"{"state":"connected"}"#.utf8),
+        now: t0 + 1)
+    }
+    #expect(published(silent).isEmpty && !connects(silent))
+
+    // hall's last will: pi takes the device over and carries out what was asked of it.
+    _ = bridge.fleetMessage(
+      .state(GatewayID("hall")), payload: hall.statePayload(online: false), now: t0 + 2)
+    var claimPayload: [UInt8]?
+    for step in 2..<15 where claimPayload == nil {
+      let outputs =
+        bridge.handle(.deviceUpdated(Fixture.advert(rssi: -55)), now: t0 + Double(step))
+        + bridge.tick(now: t0 + Double(step))
+      for case .fleet(.claim(_, let payload)) in outputs { claimPayload = payload }
+    }
+    _ = bridge.fleetMessage(.owner(sensor), payload: try #require(claimPayload), now: t0 + 15)
+    let settled = t0 + 15 + GATTBridge.ownershipSettle
+    #expect(connects(bridge.tick(now: settled)))
+    var linked = bridge.connections(now: settled + 1) {
+      $0.connectFinished(sensor, error: nil, now: settled + 1)
+    }
+    linked += bridge.handle(.connectionChanged(sensor, connected: true), now: settled + 1)
+    linked += bridge.handle(.servicesResolved(sensor, GATTHarness.tree), now: settled + 2)
+    func executed(_ outputs: [CentralBridge.Output]) -> [GATTOperation] {
+      outputs.compactMap { output -> GATTOperation? in
+        guard case .gatt(.execute(let operation)) = output else { return nil }
+        return operation
+      }
+    }
+    // One operation at a time on a link: finish each to get the next.
+    var operations: [GATTOperation] = []
+    var pending = executed(linked)
+    while let operation = pending.first, operations.count < 10 {
+      pending.removeFirst()
+      operations.append(operation)
+      pending += executed(
+        bridge.connections(now: settled + 3) {
+          $0.operationFinished(operation.id, result: .success([]), now: settled + 3)
+        })
+    }
+    #expect(
+      operations.contains {
+        $0.kind == .notify(true)
+          && $0.characteristic == GATTHarness.id(GATTHarness.battery, GATTHarness.batteryLevel)
+      }, "\(operations)")
   }
 
   /// `device/remove` of a connected device this gateway owns: the registry forgets it at once,
