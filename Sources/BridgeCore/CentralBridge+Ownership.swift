@@ -211,6 +211,20 @@ extension CentralBridge {
     return (ownership?.ownedDevices ?? []).flatMap { forgetRetained($0) }
   }
 
+  /// The gateway stops cleanly: an `ownership_lost` event (`"to":null`, `"reason":"stopping"`)
+  /// for every device it owns — its side of the hand-over that its `offline` state starts (the
+  /// new owners say `ownership_gained`, `owner_offline`). A killed gateway cannot say it.
+  ///
+  /// - Returns: The events; nothing without fleet ownership.
+  public func stopping() -> [Output] {
+    (ownership?.ownedDevices ?? []).map { address in
+      var data = eventData(address)
+      data["to"] = .null
+      data["reason"] = "stopping"
+      return .discovery(event("ownership_lost", data))
+    }
+  }
+
   /// The device a topic names by its friendly name: `<base>/<name>/…`, the name one level or
   /// several (only with fleet ownership, which filters on it).
   ///

@@ -225,6 +225,12 @@ public final class CentralRoleService: Sendable {
     }
   }
 
+  /// Says, before the gateway's `offline` state, that it lets its devices go (fleet ownership:
+  /// ``CentralBridge/stopping()``).
+  public func announceStop() {
+    driver.feed { bridge, _ in bridge.stopping() }
+  }
+
   /// Tears every link down in order (notifications off, then disconnect) and waits until all
   /// are down or `timeout` seconds passed; then disconnects what is left.
   ///

@@ -227,6 +227,8 @@ public final class GatewayService: Service, Sendable {
       }
       duplicate = await untilStopped()
       notifier.send("STOPPING=1\n" + SystemdNotifier.status("stopping"))
+      // A newcomer that stops for another run owns nothing; a clean stop lets devices go.
+      if !duplicate { centralRole?.announceStop() }
       if let centralRole = self.centralRole, centralRole.servesConnections {
         logger.info("closing Bluetooth connections")
         await centralRole.shutdown(timeout: 1)

@@ -203,6 +203,24 @@ struct CentralBridgeOwnershipTests {
       }, "\(operations)")
   }
 
+  @Test func aCleanStopSaysOwnershipLostForEveryOwnedDevice() throws {
+    var bridge = bridge()
+    #expect(bridge.stopping().isEmpty)
+    var claimPayload: [UInt8]?
+    for step in 0..<15 where claimPayload == nil {
+      let outputs =
+        bridge.handle(.deviceUpdated(Fixture.advert(rssi: -45)), now: t0 + Double(step))
+        + bridge.tick(now: t0 + Double(step))
+      for case .fleet(.claim(_, let payload)) in outputs { claimPayload = payload }
+    }
+    _ = bridge.fleetMessage(.owner(sensor), payload: try #require(claimPayload), now: t0 + 15)
+    let said = try events(bridge.stopping())
+    #expect(said.count == 1)
+    #expect(said.first?["type"] == "ownership_lost")
+    #expect(said.first?["data"]?["reason"] == "stopping")
+    #expect(said.first?["data"]?["to"] == .null)
+  }
+
   /// `device/remove` of a connected device this gateway owns: the registry forgets it at once,
   /// so its link state no longer reaches the arbiter the usual way; the owner's claim must still
   /// stop saying `connected`, or no other gateway could ever take the device.

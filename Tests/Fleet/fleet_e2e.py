@@ -235,9 +235,28 @@ def main():
         return all(len(found[n]) == 1 for n in LINKED) and all(not found[n] for n in DEVICES[:3])
     run.check("0 duplicate connections: each connected device on exactly one gateway",
               wait_for(one_link_each, 10, 1), str(links()))
-    time.sleep(5)  # two health periods
+    # Steady state: ten seconds in which nothing happens but advertisements, presence and health.
+    quiet = time.monotonic()
+    time.sleep(10)
+    window = observer.since(quiet)
+    figures["steady_messages_per_second"] = round(len(window) / 10, 1)
+    kinds = {}
+    for _, topic, _p in window:
+        kind = topic.rsplit("/", 1)[-1]
+        kinds[kind] = kinds.get(kind, 0) + 1
+    figures["steady_messages_by_last_level"] = kinds
     run.check("the simulated peripherals accepted exactly 27 connections in all",
               health_sum("connections") == len(LINKED), str(health_sum("connections")))
+    by_id = {known[name]: name for name in DEVICES}
+    foreign = []
+    for _, topic, payload in window:
+        device = topic[len(BASE) + 1:].split("/", 1)[0]
+        if device in by_id and topic.endswith("/presence"):
+            gw = (json.loads(payload) if payload else {}).get("gw")
+            if gw != owners[by_id[device]]:
+                foreign.append((topic, gw))
+    run.check("device-level state comes from each device's owner only (presence names it)",
+              not foreign and any(t.endswith("/presence") for _, t, _p in window), str(foreign[:5]))
 
     # One write to every device, by its id; each carried out once.
     sent = time.monotonic()
@@ -297,6 +316,7 @@ def main():
         return new
     new_owners = wait_for(moved, 20, 0.2)
     handover = time.monotonic() - killed
+    figures["messages_from_kill_to_handover"] = len(observer.since(killed))
     figures["handover_seconds"] = round(handover, 2)
     run.check("after SIGKILL each of its ten devices has a new owner (with it ready) within 10 s",
               new_owners is not None and handover <= 10, f"{handover:.1f} s {moved()}")
@@ -329,12 +349,42 @@ def main():
         run.check("the gateways that let them go say ownership_lost to gw0, stronger",
                   len([e for e in lost if e["data"].get("to") == "gw0"
                        and e["data"].get("reason") == "stronger"]) == 2, json.dumps(lost)[:600])
+        regained = [json.loads(p) for _, t, p in observer.since(restarted, "/event")
+                    if t == f"{BASE}/bridge/gw0/event" and '"ownership_gained"' in p]
+        run.check("and gw0 says ownership_gained from them, stronger: both sides of each hand-over",
+                  sorted((e["data"].get("from"), e["data"].get("reason")) for e in regained)
+                  == sorted((new_owners[n], "stronger") for n in ("roam-00", "roam-01")),
+                  json.dumps(regained)[:600])
         run.check("0 duplicate connections at the end", wait_for(one_link_each, 10, 1), str(links()))
         run.check("every connection the live gateways' peripherals accepted is one per device",
                   wait_for(lambda: health_sum("connections") == len(LINKED), 10, 1),
                   str(health_sum("connections")))
     run.check("retained presence never went away, hand-overs included", not flaps(started),
               str(flaps(started)))
+
+    # A clean stop (SIGTERM) of a gateway that owns devices: it says ownership_lost, stopping,
+    # for each, and the new owners ownership_gained, owner_offline.
+    mine = lambda gw: [n for n in DEVICES if (claim(known[n]) or {}).get("gw") == gw]
+    leaving = max(GATEWAYS[1:], key=lambda gw: len(mine(gw)))
+    let_go = mine(leaving)
+    stopped = time.monotonic()
+    processes[GATEWAYS.index(leaving)].send_signal(signal.SIGTERM)
+    processes[GATEWAYS.index(leaving)].wait(timeout=10)
+    taken = wait_for(lambda: all((claim(known[n]) or {}).get("gw") not in (None, leaving)
+                                 for n in let_go) or None, 20, 0.2)
+    said = [json.loads(p) for _, t, p in observer.since(stopped, "/event")
+            if t == f"{BASE}/bridge/{leaving}/event" and '"ownership_lost"' in p]
+    welcomed = [json.loads(p) for _, t, p in observer.since(stopped, "/event")
+                if t != f"{BASE}/bridge/{leaving}/event" and '"ownership_gained"' in p]
+    run.check(f"{leaving} stopped cleanly says ownership_lost, stopping, for its {len(let_go)} devices",
+              len(let_go) > 0 and sorted(e["data"].get("device") for e in said
+                                         if e["data"].get("reason") == "stopping")
+              == sorted(known[n] for n in let_go), json.dumps(said)[:600])
+    run.check("and their new owners say ownership_gained from it, owner_offline",
+              taken is not None and sorted(e["data"].get("device") for e in welcomed
+                                           if e["data"].get("from") == leaving
+                                           and e["data"].get("reason") == "owner_offline")
+              == sorted(known[n] for n in let_go), json.dumps(welcomed)[:600])
     reasons = {}
     for _, _topic, payload in observer.since(settled_at, "/owner"):
         try:
