@@ -78,20 +78,24 @@ extension CentralBridge {
   public mutating func deviceRequest(connect: Bool, body: JSONObject, now: Double) -> (
     [Output], BridgeResponse
   )? {
-    if let ownership, case .string(let text) = body["device"],
+    if let refusal = notOwner(body) { return ([], refusal) }
+    return connections(now: now) { $0.deviceRequest(connect: connect, body: body, now: now) }
+  }
+
+  /// The `not_owner` refusal of a device request (`device/connect`, `disconnect`, `remove`)
+  /// naming a device another gateway owns; `nil` when this gateway may carry it out.
+  ///
+  /// - Parameter body: The request's JSON object.
+  /// - Returns: The refusal, naming the owner.
+  func notOwner(_ body: JSONObject) -> BridgeResponse? {
+    guard let ownership, case .string(let text) = body["device"],
       let address = address(named: text), let owner = ownership.owner(of: address),
       owner != ownership.topics.gateway
-    {
-      return (
-        [],
-        .failure(
-          code: "not_owner",
-          message:
-            "\(DeviceID(address: address)) is owned by gateway '\(owner)'; send the request to it",
-          transaction: nil)
-      )
-    }
-    return connections(now: now) { $0.deviceRequest(connect: connect, body: body, now: now) }
+    else { return nil }
+    return .failure(
+      code: "not_owner",
+      message: "\(DeviceID(address: address)) is owned by gateway '\(owner)'; send the request to it",
+      transaction: nil)
   }
 
   /// The arbiter's outputs for one central event: RSSI samples of devices the registry keeps.

@@ -135,6 +135,8 @@ public struct CentralBridge: Sendable {
   ///   - now: The time.
   /// - Returns: What to do and the response.
   public mutating func remove(_ body: JSONObject, now: Double) -> ([Output], BridgeResponse) {
+    // With fleet ownership the owner forgets a device and clears its retained topics.
+    if let refusal = notOwner(body) { return ([], refusal) }
     // A friendly name is resolved here, where both halves' names are known; the discovery half
     // takes addresses only.
     var body = body

@@ -91,6 +91,10 @@ struct CentralBridgeOwnershipTests {
     let response = try #require(refused?.1)
     #expect(response.errorCode == "not_owner")
     #expect(response.message == "A4C1381E29DF is owned by gateway 'hall'; send the request to it")
+    // Nor does it forget the device for the fleet: its owner clears the retained topics.
+    let (removed, removal) = bridge.remove(["device": "A4C1381E29DF"], now: t0 + 22)
+    #expect(removal.errorCode == "not_owner")
+    #expect(removed.isEmpty)
   }
 
   @Test func gainingADevicePublishesItsStateAndConnectsItLosingItTearsDownAndForgets() throws {
