@@ -94,7 +94,8 @@ extension CentralBridge {
     else { return nil }
     return .failure(
       code: "not_owner",
-      message: "\(DeviceID(address: address)) is owned by gateway '\(owner)'; send the request to it",
+      message:
+        "\(DeviceID(address: address)) is owned by gateway '\(owner)'; send the request to it",
       transaction: nil)
   }
 

@@ -52,7 +52,8 @@ extension GatewayConfiguration {
       policy: ConnectionPolicy(
         addresses: Set(b.connect.addresses.compactMap { try? BluetoothAddress($0) }),
         names: b.connect.names.compactMap { try? NamePattern($0) },
-        uuids: Set(b.connect.uuids.compactMap { try? BluetoothUUID($0) })),
+        uuids: Set(b.connect.uuids.compactMap { try? BluetoothUUID($0) }),
+        excluded: Set(b.connect.exclude.compactMap { try? BluetoothAddress($0) })),
       maxConnections: b.connect.maxConnections, connectTimeout: b.connect.timeout,
       retryMinDelay: b.connect.retryMinDelay, retryMaxDelay: b.connect.retryMaxDelay,
       operationTimeout: b.gatt.timeout, defaultFormat: b.gatt.format,

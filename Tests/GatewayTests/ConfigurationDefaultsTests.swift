@@ -94,7 +94,8 @@ struct ConfigurationDefaultsTests {
 
   @Test func knownKeysListEveryKeyWithItsType() {
     let keys = ConfigurationLoader.knownKeys
-    #expect(keys.count == 90)
+    #expect(keys.count == 91)
+    #expect(keys["bluetooth.connect.exclude"] == .list(.bluetoothAddress))
     #expect(keys["bluetooth.names"] == .list(.nameRule))
     #expect(keys["fleet.ownership.enabled"] == .boolean)
     #expect(keys["web.listen"] == .listenAddress)

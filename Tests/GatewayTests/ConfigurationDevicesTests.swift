@@ -42,6 +42,11 @@ struct ConfigurationDevicesTests {
         "c0:ff:ee:00:00:01=kitchen",
       ])
     #expect(b.connect.addresses == ["AA:BB:CC:DD:EE:FF", "A4:C1:38:1E:29:DF"])
+    #expect(b.connect.exclude == ["C0:FF:EE:00:00:02"])
+    #expect(
+      configuration.gattBridgeConfiguration.policy.excluded == [
+        try BluetoothAddress("C0:FF:EE:00:00:02")
+      ])
     #expect(
       b.gatt.notify == [
         "*/180d/2a37", "A4:C1:38:1E:29:DF/180f/2a19", "A4:C1:38:1E:29:DF/181a/2a6e",

@@ -277,7 +277,8 @@ enum ConfigurationFixture {
       names: ["A4:C1:38:1E:29:DF=kitchen/thermometer", "11:22:33:44:55:66=hall"],
       connect: .init(
         addresses: ["A4:C1:38:1E:29:DF"], names: ["Polar*", "HR ?"], uuids: ["180d"],
-        maxConnections: 3, timeout: 12, retryMinDelay: 1, retryMaxDelay: 60, rssi: false,
+        exclude: ["C0:FF:EE:00:00:09"], maxConnections: 3, timeout: 12, retryMinDelay: 1,
+        retryMaxDelay: 60, rssi: false,
         rssiInterval: 30),
       gatt: .init(
         timeout: 8, format: .base64, formats: ["*/180f/2a19=decoded", "A4C1381E29DF=utf8"],
@@ -326,7 +327,8 @@ enum ConfigurationFixture {
     "bluetooth.presence.enter_rssi": "-70", "bluetooth.presence.leave_rssi": "-85",
     "bluetooth.presence.half_life": "5", "bluetooth.presence.away_after": "60",
     "bluetooth.connect.addresses": "A4:C1:38:1E:29:DF", "bluetooth.connect.names": "Polar*,HR ?",
-    "bluetooth.connect.uuids": "180d", "bluetooth.connect.max_connections": "3",
+    "bluetooth.connect.uuids": "180d", "bluetooth.connect.exclude": "C0:FF:EE:00:00:09",
+    "bluetooth.connect.max_connections": "3",
     "bluetooth.connect.timeout": "12", "bluetooth.connect.retry_min_delay": "1",
     "bluetooth.names": "A4:C1:38:1E:29:DF=kitchen/thermometer,11:22:33:44:55:66=hall",
     "bluetooth.connect.retry_max_delay": "60", "bluetooth.connect.rssi": "false",

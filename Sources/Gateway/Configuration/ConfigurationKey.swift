@@ -104,6 +104,7 @@ struct ConfigurationKey: Sendable {
     .list("bluetooth.connect.addresses", \.bluetooth.connect.addresses, of: .bluetoothAddress),
     .list("bluetooth.connect.names", \.bluetooth.connect.names, of: .namePattern),
     .list("bluetooth.connect.uuids", \.bluetooth.connect.uuids, of: .serviceUUID),
+    .list("bluetooth.connect.exclude", \.bluetooth.connect.exclude, of: .bluetoothAddress),
     .int("bluetooth.connect.max_connections", \.bluetooth.connect.maxConnections, .integer(1...32)),
     .number("bluetooth.connect.timeout", \.bluetooth.connect.timeout, atMost: 600),
     .number("bluetooth.connect.retry_min_delay", \.bluetooth.connect.retryMinDelay, atMost: 3600),

@@ -11,6 +11,10 @@ extension GatewayConfiguration.Bluetooth {
     /// Advertised service UUIDs of devices to connect to (`bluetooth.connect.uuids`). Default
     /// empty.
     public var uuids: [String]
+    /// Devices never connected by the policy, whatever their name or UUIDs
+    /// (`bluetooth.connect.exclude`; `devices: <address>: connect: false`). Requests still
+    /// connect them. Default empty.
+    public var exclude: [String]
     /// The most simultaneous connections (`bluetooth.connect.max_connections`). Default 5.
     public var maxConnections: Int
     /// Seconds per connection attempt (`bluetooth.connect.timeout`). Default 20.
@@ -31,7 +35,8 @@ extension GatewayConfiguration.Bluetooth {
     /// Creates connection settings with the documented defaults.
     public init(
       addresses: [String] = [], names: [String] = [], uuids: [String] = [],
-      maxConnections: Int = 5, timeout: Double = 20, retryMinDelay: Double = 2,
+      exclude: [String] = [], maxConnections: Int = 5, timeout: Double = 20,
+      retryMinDelay: Double = 2,
       retryMaxDelay: Double = 120, rssi: Bool = true, rssiInterval: Double = 10
     ) {
       self.rssi = rssi
@@ -39,6 +44,7 @@ extension GatewayConfiguration.Bluetooth {
       self.addresses = addresses
       self.names = names
       self.uuids = uuids
+      self.exclude = exclude
       self.maxConnections = maxConnections
       self.timeout = timeout
       self.retryMinDelay = retryMinDelay

@@ -115,7 +115,7 @@ enum DeviceSection {
         guard let on = boolean(value.string) else {
           throw fail("connect", "expected true or false, got \"\(value.string)\"", line)
         }
-        if on { add("bluetooth.connect.addresses", address, line) }
+        add(on ? "bluetooth.connect.addresses" : "bluetooth.connect.exclude", address, line)
       case ("notify", .scalar(let value)):
         if let on = boolean(value.string) {
           if on { add("bluetooth.gatt.notify", address, line) }
