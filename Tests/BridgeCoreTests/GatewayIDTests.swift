@@ -32,10 +32,12 @@ struct GatewayIDTests {
     #expect(GatewayID(String(repeating: "g", count: 300)).rawValue.count == 64)
   }
 
-  @Test("the fleet's own levels are never a gateway: 'request' and 'peripheral' get _gw")
+  @Test("the fleet's own levels are never a gateway: 'request', 'peripheral' and 'names' get _gw")
   func reserved() {
     #expect(GatewayID("request").rawValue == "request_gw")
     #expect(GatewayID("peripheral").rawValue == "peripheral_gw")
+    #expect(GatewayID("names").rawValue == "names_gw")
+    #expect(!GatewayID.isValid("names"))
     #expect(GatewayID("requests").rawValue == "requests")
     #expect(!GatewayID.isValid("request"))
   }
