@@ -362,6 +362,42 @@ def main():
     run.check("retained presence never went away, hand-overs included", not flaps(started),
               str(flaps(started)))
 
+    # A rename sent to one gateway holds on every gateway: the name is the device's id in every
+    # devices list, its owner serves it under the name, and a /set by the name is done once.
+    target = "fleet-12"
+    old_id = known[target]
+    owner = (claim(old_id) or {}).get("gw")
+    asker = next(g for g in GATEWAYS[1:] if g != owner and online(g))
+    renamed_at = time.monotonic()
+    observer.publish(f"{BASE}/bridge/{asker}/request/device/rename",
+                     json.dumps({"device": old_id, "name": "fleet/renamed"}))
+
+    def everywhere():
+        for gateway in GATEWAYS:
+            if not online(gateway):
+                continue
+            entry = next((e for e in observer.json(f"{BASE}/bridge/{gateway}/devices") or []
+                          if e.get("name") == target), None)
+            if not entry or entry.get("id") != "fleet/renamed":
+                return False
+        connection = observer.json(f"{BASE}/fleet/renamed/connection") or {}
+        return connection.get("state") == "ready" and connection.get("owner") == owner
+    run.check("a device/rename sent to one gateway names the device alike on every gateway, "
+              "its owner serving it under the name", wait_for(everywhere, 15, 0.5),
+              str([(g, [e.get("id") for e in observer.json(f"{BASE}/bridge/{g}/devices") or []
+                        if e.get("name") == target]) for g in GATEWAYS if online(g)]))
+    writes_before = health_sum("writes")
+    observer.publish(f"{BASE}/fleet/renamed/gatt/{SERVICE}/{COMMAND}/set",
+                     json.dumps({"hex": "2b", "transaction": "renamed"}))
+    time.sleep(3)
+    answers = [json.loads(p) for _, t, p in observer.since(renamed_at, "/result")
+               if t == f"{BASE}/fleet/renamed/gatt/{SERVICE}/{COMMAND}/result"]
+    wait_for(lambda: health_sum("writes") == writes_before + 1, 6, 1)
+    run.check("a /set by the new name is answered once, by the owner, and carried out once",
+              [(a.get("status"), a.get("gw")) for a in answers] == [("ok", owner)]
+              and health_sum("writes") == writes_before + 1,
+              f"{answers} writes {writes_before} -> {health_sum('writes')}")
+
     # A clean stop (SIGTERM) of a gateway that owns devices: it says ownership_lost, stopping,
     # for each, and the new owners ownership_gained, owner_offline.
     mine = lambda gw: [n for n in DEVICES if (claim(known[n]) or {}).get("gw") == gw]
