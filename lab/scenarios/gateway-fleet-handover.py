@@ -1,4 +1,4 @@
-"""Two gateways on two controllers of one bluetoothd (hci0 and hci1, `fleet.ownership` on, one broker) hear one sensor: exactly one claims it and connects, its notifications reach MQTT once each, in order; SIGKILL the owner → its last will hands the device to the other gateway, which connects through its own controller and the notifications resume within 10 s (the figure is logged), again once each and in order; both gateways' events name the hand-over."""
+"""Two gateways on two controllers of one bluetoothd (hci0 and hci1, `fleet.ownership` on, one broker) hear one sensor: exactly one claims it and connects, its notifications reach MQTT once each, in order; SIGKILL the owner → its last will hands the device to the other gateway, which connects through its own controller and the notifications resume within 10 s (the figure is logged), again once each and in order; the successor's ownership_gained names the killed owner and owner_offline (a killed gateway cannot say ownership_lost: its last will does; a clean stop says it, shown in Tests/Fleet)."""
 
 import json
 import os
