@@ -55,6 +55,39 @@ struct CentralBridgeOwnershipTests {
     outputs.contains { if case .gatt(.connect) = $0 { true } else { false } }
   }
 
+  /// Hears the sensor every second from `start` until pi claims it (at most 15 s), then hands
+  /// the claim back as the broker does: pi owns the sensor.
+  ///
+  /// - Returns: When it owns it.
+  func takeOwnership(_ bridge: inout CentralBridge, from start: Double = 0, rssi: Int = -45) throws
+    -> Double
+  {
+    var claimPayload: [UInt8]?
+    var now = t0 + start
+    while claimPayload == nil, now < t0 + start + 15 {
+      let outputs =
+        bridge.handle(.deviceUpdated(Fixture.advert(rssi: rssi)), now: now) + bridge.tick(now: now)
+      for case .fleet(.claim(_, let payload)) in outputs { claimPayload = payload }
+      now += 1
+    }
+    _ = bridge.fleetMessage(.owner(sensor), payload: try #require(claimPayload), now: now)
+    #expect(bridge.ownership?.owns(sensor) == true)
+    return now
+  }
+
+  /// Connects the owned sensor once the settle time after `owned` has passed.
+  ///
+  /// - Returns: The outputs of the link coming up, and when it came up.
+  func link(_ bridge: inout CentralBridge, owned: Double) -> ([CentralBridge.Output], Double) {
+    let settled = owned + GATTBridge.ownershipSettle
+    #expect(connects(bridge.tick(now: settled)))
+    var linked = bridge.connections(now: settled + 1) {
+      $0.connectFinished(sensor, error: nil, now: settled + 1)
+    }
+    linked += bridge.handle(.connectionChanged(sensor, connected: true), now: settled + 1)
+    return (linked, settled + 1)
+  }
+
   @Test func aDeviceAnotherGatewayOwnsGetsNothingDeviceLevelFromThisOne() throws {
     var bridge = bridge()
     _ = bridge.fleetMessage(.owner(sensor), payload: claim("hall", "hall1"), now: t0)
@@ -168,21 +201,8 @@ struct CentralBridgeOwnershipTests {
     // hall's last will: pi takes the device over and carries out what was asked of it.
     _ = bridge.fleetMessage(
       .state(GatewayID("hall")), payload: hall.statePayload(online: false), now: t0 + 2)
-    var claimPayload: [UInt8]?
-    for step in 2..<15 where claimPayload == nil {
-      let outputs =
-        bridge.handle(.deviceUpdated(Fixture.advert(rssi: -55)), now: t0 + Double(step))
-        + bridge.tick(now: t0 + Double(step))
-      for case .fleet(.claim(_, let payload)) in outputs { claimPayload = payload }
-    }
-    _ = bridge.fleetMessage(.owner(sensor), payload: try #require(claimPayload), now: t0 + 15)
-    let settled = t0 + 15 + GATTBridge.ownershipSettle
-    #expect(connects(bridge.tick(now: settled)))
-    var linked = bridge.connections(now: settled + 1) {
-      $0.connectFinished(sensor, error: nil, now: settled + 1)
-    }
-    linked += bridge.handle(.connectionChanged(sensor, connected: true), now: settled + 1)
-    linked += bridge.handle(.servicesResolved(sensor, GATTHarness.tree), now: settled + 2)
+    var (linked, up) = link(&bridge, owned: try takeOwnership(&bridge, from: 2, rssi: -55))
+    linked += bridge.handle(.servicesResolved(sensor, GATTHarness.tree), now: up + 1)
     func executed(_ outputs: [CentralBridge.Output]) -> [GATTOperation] {
       outputs.compactMap { output -> GATTOperation? in
         guard case .gatt(.execute(let operation)) = output else { return nil }
@@ -196,8 +216,8 @@ struct CentralBridgeOwnershipTests {
       pending.removeFirst()
       operations.append(operation)
       pending += executed(
-        bridge.connections(now: settled + 3) {
-          $0.operationFinished(operation.id, result: .success([]), now: settled + 3)
+        bridge.connections(now: up + 2) {
+          $0.operationFinished(operation.id, result: .success([]), now: up + 2)
         })
     }
     #expect(
@@ -210,14 +230,7 @@ struct CentralBridgeOwnershipTests {
   @Test func aCleanStopSaysOwnershipLostForEveryOwnedDevice() throws {
     var bridge = bridge()
     #expect(bridge.stopping().isEmpty)
-    var claimPayload: [UInt8]?
-    for step in 0..<15 where claimPayload == nil {
-      let outputs =
-        bridge.handle(.deviceUpdated(Fixture.advert(rssi: -45)), now: t0 + Double(step))
-        + bridge.tick(now: t0 + Double(step))
-      for case .fleet(.claim(_, let payload)) in outputs { claimPayload = payload }
-    }
-    _ = bridge.fleetMessage(.owner(sensor), payload: try #require(claimPayload), now: t0 + 15)
+    _ = try takeOwnership(&bridge)
     let said = try events(bridge.stopping())
     #expect(said.count == 1)
     #expect(said.first?["type"] == "ownership_lost")
@@ -230,20 +243,9 @@ struct CentralBridgeOwnershipTests {
   /// stop saying `connected`, or no other gateway could ever take the device.
   @Test func removingAConnectedOwnedDeviceRefreshesTheClaimAsNotConnected() throws {
     var bridge = bridge()
-    var claimPayload: [UInt8]?
-    for step in 0..<15 where claimPayload == nil {
-      var outputs = bridge.handle(.deviceUpdated(Fixture.advert(rssi: -45)), now: t0 + Double(step))
-      outputs += bridge.tick(now: t0 + Double(step))
-      for case .fleet(.claim(_, let payload)) in outputs { claimPayload = payload }
-    }
-    _ = bridge.fleetMessage(.owner(sensor), payload: try #require(claimPayload), now: t0 + 15)
-    let settled = t0 + 15 + GATTBridge.ownershipSettle
-    #expect(connects(bridge.tick(now: settled)))
-    var linked = bridge.connections(now: settled + 1) {
-      $0.connectFinished(sensor, error: nil, now: settled + 1)
-    }
-    linked += bridge.handle(.connectionChanged(sensor, connected: true), now: settled + 1)
-    for second in 2..<5 { linked += bridge.tick(now: settled + Double(second)) }
+    var (linked, up) = link(&bridge, owned: try takeOwnership(&bridge))
+    for second in 1..<4 { linked += bridge.tick(now: up + Double(second)) }
+    let settled = up - 1
     var claims: [OwnershipClaim] = []
     for case .fleet(.claim(_, let payload)) in linked {
       claims.append(try OwnershipClaim(parsing: payload))
@@ -277,15 +279,7 @@ struct CentralBridgeOwnershipTests {
     var bridge = bridge()
     _ = bridge.fleetMessage(
       .state(GatewayID("hall")), payload: hall.statePayload(online: false), now: t0)
-    var claim: [UInt8]?
-    for step in 0..<10 where claim == nil {
-      let outputs =
-        bridge.handle(.deviceUpdated(Fixture.advert(rssi: -55)), now: t0 + Double(step))
-        + bridge.tick(now: t0 + Double(step))
-      for case .fleet(.claim(_, let payload)) in outputs { claim = payload }
-    }
-    _ = bridge.fleetMessage(.owner(sensor), payload: try #require(claim), now: t0 + 10)
-    #expect(bridge.ownership?.owns(sensor) == true)
+    _ = try takeOwnership(&bridge, rssi: -55)
     // The connection drops: the device's retained state is forgotten (not re-published by
     // the reconnect), and nothing device-level goes out meanwhile.
     let lost = bridge.brokerLost()
