@@ -41,7 +41,7 @@ extension BlueZCentral: BlueZSessionClient {
       let events = try model.load(reply, now: clock.now)
       counters.snapshots += 1
       if refusalReported {
-        refusalReported = false
+        refusal = nil
         logger.notice("bluetoothd serves this user now")
         deliver([.stackRefused(nil)])
       }
@@ -57,8 +57,8 @@ extension BlueZCentral: BlueZSessionClient {
     case .snapshotFailed(let attempt, let error):
       if attempt >= 3 { startupSettled = true }
       if let error, error.code == .accessDenied, !refusalReported {
-        refusalReported = true
         let refusal = Self.accessDenied(error)
+        self.refusal = refusal
         logger.error("\(refusal.message)", metadata: ["dbus.error": "\(error.name)"])
         deliver([.stackRefused(refusal)])
       }

@@ -79,8 +79,11 @@ public actor BlueZCentral: BLECentral {
   /// Increases whenever the model is dropped, so late replies of an old stack are ignored.
   var epoch = 0
   var startupSettled = false
+  /// Why the stack refuses the gateway, since it was reported (``CentralEvent/stackRefused(_:)``)
+  /// and until the stack serves it; ``adapters()`` throws it to a subscriber that came later.
+  var refusal: CentralError?
   /// Whether the bus's refusal to let us reach bluetoothd was reported (once until it serves us).
-  var refusalReported = false
+  var refusalReported: Bool { refusal != nil }
   var sessions: [String: DiscoverySession] = [:]
   var watchdogs: [String: WatchdogState] = [:]
   /// Adapters with a discovery operation under way, with the operations waiting for them.
@@ -170,6 +173,7 @@ public actor BlueZCentral: BLECentral {
       try? await Task.sleep(for: .milliseconds(20))
     }
     guard synced else {
+      if let refusal { throw refusal }
       throw CentralError(.unavailable, message: "bluetoothd (org.bluez) is not available")
     }
     return model.adapterInfos

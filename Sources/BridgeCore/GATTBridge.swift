@@ -197,7 +197,8 @@ public struct GATTBridge: Sendable {
   public init(topics: Topics, configuration: Configuration = Configuration()) {
     self.topics = topics
     self.configuration = configuration
-    for address in configuration.policy.addresses.sorted() {
+    for address in configuration.policy.addresses.sorted()
+    where configuration.policy.selects(address) {
       var link = makeLink(address, now: 0)
       link.selected = true
       links[address] = link
@@ -295,7 +296,7 @@ public struct GATTBridge: Sendable {
     }
     if link.state.isConnected || link.state == .connecting { outputs.append(.disconnect(address)) }
     outputs += clearRetained(link.id, tree: link.tree)
-    guard configuration.policy.addresses.contains(address) else { return outputs }
+    guard configuration.policy.selects(address) else { return outputs }
     var fresh = makeLink(address, now: now)
     fresh.selected = true
     fresh.known = false

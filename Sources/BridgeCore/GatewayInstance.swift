@@ -57,7 +57,8 @@ public struct GatewayInstance: Sendable, Hashable {
 ///   exits 78 (a configuration error) without publishing `offline`, so the incumbent's state
 ///   stands. An older state that was only ever retained and never answered is a stale one —
 ///   a run that died while the broker was down leaves one, and no will ever replaces it — and
-///   the newcomer carries on when its grace ends (``dismissSilentRival(now:)``).
+///   the newcomer carries on when its grace ends, or ``answerWait`` seconds after its own state
+///   came back if that is sooner (``dismissSilentRival(now:)``).
 ///
 /// Two runs never both act: a run starts its radio roles, answers requests and publishes
 /// anything but its state only once ``mayAct`` — its own `online` state came back from the
@@ -95,7 +96,12 @@ public struct DuplicateGatewayGuard: Sendable {
   /// The other run that makes us the newcomer, and when we stop.
   public private(set) var rival: (id: String, deadline: Double, live: Bool)?
   /// Whether our own `online` state came back from the broker.
-  public private(set) var confirmed = false
+  public var confirmed: Bool { confirmedAt != nil }
+  /// When our own `online` state first came back from the broker.
+  public private(set) var confirmedAt: Double?
+  /// Seconds a rival whose state was only ever retained has to answer ours, once ours came
+  /// back: a live run publishes its state again within a round trip of seeing ours.
+  public static let answerWait = 10.0
   /// Whether this run acts (``beginActing()``).
   public private(set) var acting = false
 
@@ -130,7 +136,7 @@ public struct DuplicateGatewayGuard: Sendable {
       case .string(let state) = object["state"], case .string(let other) = object["instance"]
     else { return .none }
     guard other != own.id else {
-      if state == "online" { confirmed = true }
+      if state == "online", confirmedAt == nil { confirmedAt = now }
       return .none
     }
     guard state == "online" else {
@@ -166,7 +172,9 @@ public struct DuplicateGatewayGuard: Sendable {
   /// - Parameter now: Monotonic seconds.
   /// - Returns: ``Verdict/stale(other:)`` once, when the grace is over without an answer.
   public mutating func dismissSilentRival(now: Double) -> Verdict? {
-    guard let rival, !acting, !rival.live, now >= rival.deadline else { return nil }
+    guard let rival, !acting, !rival.live else { return nil }
+    let answerBy = confirmedAt.map { $0 + Self.answerWait } ?? rival.deadline
+    guard now >= min(rival.deadline, answerBy) else { return nil }
     self.rival = nil
     return .stale(other: rival.id)
   }

@@ -280,6 +280,10 @@ public final class CentralRoleService: Sendable {
       do {
         return try await central.adapters().map(CentralEvent.adapterChanged)
       } catch {
+        // Refused before this subscription: the event it missed.
+        if let refused = error as? CentralError, refused.code == .accessDenied {
+          return [.stackRefused(refused)]
+        }
         logger.warning("Bluetooth adapters unavailable: \(error)")
         return []
       }

@@ -211,7 +211,7 @@ public final class GatewayService: Service, Sendable {
       client.addSubscription(homeAssistant.statusTopic)
     }
 
-    var duplicate = false
+    var stop = StopCause.shutdown
     await withTaskGroup(of: Void.self) { group in
       group.addTask { await self.serveRequests() }
       group.addTask { await self.refuseOverflow() }
@@ -225,10 +225,10 @@ public final class GatewayService: Service, Sendable {
         guard await self.untilClearToAct() else { return }
         await self.act()
       }
-      duplicate = await untilStopped()
+      stop = await untilStopped()
       notifier.send("STOPPING=1\n" + SystemdNotifier.status("stopping"))
       // A newcomer that stops for another run owns nothing; a clean stop lets devices go.
-      if !duplicate { centralRole?.announceStop() }
+      if stop == .shutdown { centralRole?.announceStop() }
       if let centralRole = self.centralRole, centralRole.servesConnections {
         logger.info("closing Bluetooth connections")
         await centralRole.shutdown(timeout: 1)
@@ -240,15 +240,20 @@ public final class GatewayService: Service, Sendable {
       group.cancelAll()
     }
 
-    if duplicate {
+    if case .duplicate(let acted) = stop {
       // The other run's `online` stands: no `offline` of ours, and a clean DISCONNECT sends no
-      // last will.
+      // last will. A run that acted before it could know is restarted by systemd into standing
+      // by.
       await client.shutdown(finalMessages: [], timeout: 0.6)
-      // A run that acted before it could know is restarted by systemd into standing by.
-      let acted = duplicates.withLock { $0.stopsAtOnce }
       throw GatewayError(
         "another gatt2mqtt runs with gateway.id '\(topics.gateway.rawValue)'; give each gateway its own gateway.id",
         exitCode: acted ? Self.exitRestart : Self.exitConfiguration)
+    }
+    if duplicates.withLock({ !$0.acting && $0.rival?.live == true }) {
+      // Stopped while standing by for a run that answered: the state is that run's.
+      await client.shutdown(finalMessages: [], timeout: 0.6)
+      logger.info("gatt2mqtt stopped (it stood by: the other run's state stands)")
+      return
     }
     logger.info("gatt2mqtt stopping: publishing offline state")
     await client.shutdown(
@@ -307,6 +312,12 @@ public final class GatewayService: Service, Sendable {
     }
   }
 
+  /// Lets this run act at once, without ``run()`` (tests that drive ``handle(_:)``).
+  func beginActingNow() {
+    duplicates.withLock { $0.beginActing() }
+    standbyFleet.withLock { $0 = nil }
+  }
+
   /// Waits until this run may act (``DuplicateGatewayGuard/mayAct``): the broker handed our
   /// own state back and no older run with our `gateway.id` is online. A newcomer stands by here
   /// until the other run goes offline (then it acts) or its grace ends (``untilStopped()``
@@ -335,37 +346,45 @@ public final class GatewayService: Service, Sendable {
     return false
   }
 
+  /// Why the gateway stops.
+  private enum StopCause: Equatable {
+    /// SIGTERM, SIGINT or SIGHUP.
+    case shutdown
+    /// Another run with our `gateway.id` stays online; `acted` when this run had already
+    /// started acting (exit 75 rather than 78).
+    case duplicate(acted: Bool)
+  }
+
   /// Waits for the graceful shutdown, or for the end of the grace a newcomer gets when another
   /// run with our `gateway.id` is online (``DuplicateGatewayGuard``).
   ///
-  /// - Returns: Whether the gateway stops because of another run.
-  private func untilStopped() async -> Bool {
-    await withTaskGroup(of: Bool.self) { race in
+  /// - Returns: Why the gateway stops.
+  private func untilStopped() async -> StopCause {
+    await withTaskGroup(of: StopCause.self) { race in
       race.addTask {
         try? await gracefulShutdown()
-        return false
+        return .shutdown
       }
       race.addTask {
         while !Task.isCancelled {
-          let now = ContinuousClock.now
-          let (stop, stale) = self.duplicates.withLock {
-            ($0.shouldStop(now: self.seconds(now)), $0.dismissSilentRival(now: self.seconds(now)))
+          let now = self.seconds(ContinuousClock.now)
+          let (stop, acted, stale) = self.duplicates.withLock {
+            ($0.shouldStop(now: now), $0.stopsAtOnce, $0.dismissSilentRival(now: now))
           }
-          if stop { return true }
-          if let stale { self.report(stale, now: self.seconds(now)) }
+          if stop { return .duplicate(acted: acted) }
+          if let stale { self.report(stale, now: now) }
           try? await Task.sleep(for: .milliseconds(250))
         }
-        return false
+        return .shutdown
       }
-      let duplicate = await race.next() ?? false
+      let stop = await race.next() ?? .shutdown
       race.cancelAll()
-      if duplicate {
-        let acted = self.duplicates.withLock { $0.stopsAtOnce }
+      if case .duplicate(let acted) = stop {
         logger.critical(
           "stopping: another gatt2mqtt with gateway.id '\(topics.gateway.rawValue)' is \(acted ? "online and this run already acted (the broker answered late): restarting into standing by (exit \(Self.exitRestart))" : "still online; give each gateway its own gateway.id (exit \(Self.exitConfiguration))")"
         )
       }
-      return duplicate
+      return stop
     }
   }
 
@@ -541,6 +560,14 @@ public final class GatewayService: Service, Sendable {
   /// Answers one incoming message; never throws, whatever the message holds.
   func handle(_ incoming: MQTTMessage) {
     if let fleet = topics.parseFleet(incoming.topic) {
+      // Dropped by the inbound bounds: its payload is gone, and an empty claim or state would
+      // read as cleared.
+      if let reason = incoming.discarded {
+        logger.warning(
+          "a fleet message was dropped (\(reason)); the next one of its topic sets it right",
+          metadata: ["mqtt.topic": "\(incoming.topic)"])
+        return
+      }
       let isName: Bool
       if case .name = fleet { isName = true } else { isName = false }
       if isName || fleetOwnership {
@@ -559,9 +586,15 @@ public final class GatewayService: Service, Sendable {
       observeOwnState(incoming)
       return
     }
+    // Standing by, nothing else is this run's to serve: the other run answers (a persistent
+    // session, `mqtt.clean_session: false`, may still deliver requests; the web page too).
+    guard duplicates.withLock({ $0.acting }) else {
+      logger.debug(
+        "standing by: not served", metadata: ["mqtt.topic": "\(incoming.topic)"])
+      return
+    }
     if incoming.topic == homeAssistant?.statusTopic {
-      // Standing by, the other run answers Home Assistant.
-      if incoming.payload == Array("online".utf8), duplicates.withLock({ $0.acting }) {
+      if incoming.payload == Array("online".utf8) {
         logger.info("Home Assistant is online: publishing the discovery configs again")
         publishHomeAssistantGateway()
         centralRole?.republishHomeAssistant()

@@ -79,7 +79,7 @@ extension Gatt2MQTT {
       do {
         try await GatewayRunner.run(configuration: loaded, logger: logger)
       } catch let error as GatewayError {
-        logger.critical("cannot start: \(error)")
+        logger.critical("\(error.exitCode == 78 ? "cannot start" : "stopping"): \(error)")
         throw ExitCode(error.exitCode)
       }
     }

@@ -259,6 +259,9 @@ struct BlueZCentralTests {
     #expect(error.code == .accessDenied)
     #expect(error.detail == "org.freedesktop.DBus.Error.AccessDenied")
     #expect(error.message.contains("gatt2mqtt.conf"), "\(error.message)")
+    // A subscriber that comes later learns it from the snapshot: the refusal, not "unavailable".
+    let late = await #expect(throws: CentralError.self) { try await central.adapters() }
+    #expect(late?.code == .accessDenied)
     // The policy installed and reloaded: the central mirrors the stack by itself.
     try await bus.reload(policy: "")
     try await events.next { $0 == .stackRefused(nil) }

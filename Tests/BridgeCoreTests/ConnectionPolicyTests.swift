@@ -19,4 +19,20 @@ struct ConnectionPolicyTests {
     #expect(!listed.selects(other.address))
     #expect(ConnectionPolicy(addresses: excluded).selects(other.address))
   }
+
+  @Test func theConnectionHalfNeverConnectsAnExcludedListedAddressNorAfterItsRemoval() {
+    let sensor = GATTHarness.sensor
+    var h = GATTHarness(.init(policy: ConnectionPolicy(addresses: [sensor], excluded: [sensor])))
+    h.event(.deviceUpdated(Fixture.advert(sensor.description, rssi: -50)))
+    h.tick()
+    _ = h.bridge.remove(sensor, now: h.now)
+    h.event(.deviceUpdated(Fixture.advert(sensor.description, rssi: -50)))
+    h.tick()
+    #expect(h.outputs.connects.isEmpty)
+    // Listed alone, it is connected.
+    var listed = GATTHarness(.init(policy: ConnectionPolicy(addresses: [sensor])))
+    listed.event(.deviceUpdated(Fixture.advert(sensor.description, rssi: -50)))
+    listed.tick()
+    #expect(listed.outputs.connects == [sensor])
+  }
 }

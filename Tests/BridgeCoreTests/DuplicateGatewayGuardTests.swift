@@ -124,6 +124,13 @@ struct DuplicateGatewayGuardTests {
     _ = guardState.observe(own.statePayload(online: true), now: 18)
     #expect(guardState.mayAct)
 
+    // With the default grace (95 s) the wait ends 10 s after our own state came back.
+    var slow = DuplicateGatewayGuard(own: own, grace: 95)
+    _ = slow.observe(older.statePayload(online: true), retained: true, now: 5)
+    _ = slow.observe(own.statePayload(online: true), now: 5.1)
+    #expect(slow.dismissSilentRival(now: 15) == nil)
+    #expect(slow.dismissSilentRival(now: 15.1) == .stale(other: older.id))
+
     // The same, but the older run publishes its state again (it saw ours): it is alive.
     var answered = DuplicateGatewayGuard(own: own, grace: 12)
     _ = answered.observe(older.statePayload(online: true), retained: true, now: 5)

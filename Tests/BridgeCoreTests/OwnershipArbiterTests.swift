@@ -215,6 +215,43 @@ struct OwnershipArbiterTests {
     #expect(fleet.members[0].lost[device] == nil)
   }
 
+  @Test func aSecondRunUnderAnOwnersIDTakesNothingWhileTheRunningOneAnswers() throws {
+    var fleet = OwnershipFleet(gateways: ["a", "b"])
+    fleet.start(0, now: 0)
+    fleet.start(1, now: 0)
+    run(&fleet, from: 0, seconds: 6, rssi: [-50, -60])
+    #expect(fleet.owners(of: device) == [0])
+    // A newcomer with a's id comes online; a answers at once (it publishes its state again).
+    let twin = GatewayInstance(id: "twin", started: 50)
+    fleet.publish("t/bridge/a/state", twin.statePayload(online: true))
+    fleet.publish("t/bridge/a/state", fleet.members[0].instance.statePayload(online: true))
+    fleet.deliver(now: 6)
+    // The newcomer stops: its clean stop or its will says offline for its own instance.
+    fleet.publish("t/bridge/a/state", twin.statePayload(online: false))
+    fleet.deliver(now: 7)
+    run(&fleet, from: 7, seconds: 10, rssi: [-50, -60])
+    #expect(fleet.members[1].arbiter.owner(of: device) == GatewayID("a"))
+    #expect(fleet.owners(of: device) == [0])
+    #expect(fleet.members[0].lost[device] == nil)
+  }
+
+  @Test func aNewRunUnderAnIDWhoseRunDoesNotAnswerTakesOverAfterTheWait() throws {
+    var fleet = OwnershipFleet(gateways: ["a", "b"])
+    fleet.start(0, now: 0)
+    fleet.start(1, now: 0)
+    run(&fleet, from: 0, seconds: 6, rssi: [-50, -60])
+    #expect(fleet.owners(of: device) == [0])
+    // a lost power without a will yet; its replacement comes online (it stands by, claims
+    // nothing): a's claim no longer counts once a has not answered for the wait.
+    fleet.members[0].alive = false
+    let replacement = GatewayInstance(id: "a-again", started: 60)
+    fleet.publish("t/bridge/a/state", replacement.statePayload(online: true))
+    fleet.deliver(now: 6)
+    #expect(fleet.members[1].arbiter.owner(of: device) == GatewayID("a"))
+    run(&fleet, from: 6, seconds: 10, rssi: [nil, -60])
+    #expect(fleet.owners(of: device) == [1])
+  }
+
   @Test func aClaimLeftByAnEarlierRunOfTheSameGatewayIsClaimedAgain() {
     var fleet = OwnershipFleet(gateways: ["a"])
     fleet.start(0, now: 0)

@@ -21,6 +21,7 @@ struct GatewayOverflowTests {
     configuration.gateway.id = "flood"
     let service = try GatewayService(configuration: configuration, logger: quietLogger("gw"))
     service.client.start()
+    service.beginActingNow()
     defer { Task { await service.client.shutdown(finalMessages: [], timeout: 1) } }
     let observer = try await connectedClient(TestSupport.configuration(broker))
     let seen = Collector(observer)

@@ -116,11 +116,14 @@ struct DuplicateGatewayTests {
     let second = try GatewayProcess(broker: broker, id: "twin", extra: fleet)
     #expect(await eventually { Self.roles(seen, eventTopic).contains("incumbent") })
     try await Task.sleep(for: .seconds(3))
-    // Killed while standing by: its last will (offline, its instance) must not cost the
-    // incumbent anything either.
-    second.child.signal(SIGKILL)
-    second.child.wait()
+    // Stopped while standing by (what an operator does after the critical log): it publishes
+    // no offline state over the incumbent's, and exits 0.
+    second.child.signal(SIGTERM)
+    #expect(second.child.wait(timeout: 5).map(ChildProcess.exitCode) == 0, "\(second.log)")
     try await Task.sleep(for: .seconds(2))
+    #expect(
+      !seen.messages.contains { $0.topic == first.stateTopic && stateIs($0, "offline") },
+      "\(seen.messages.filter { $0.topic == first.stateTopic }.map(\.text))")
     #expect(
       !Self.eventTypes(seen, eventTopic).contains("ownership_lost"),
       "\(Self.eventTypes(seen, eventTopic))")

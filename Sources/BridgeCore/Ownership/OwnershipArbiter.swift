@@ -148,6 +148,9 @@ public struct OwnershipArbiter: Sendable {
   public var freeSlots: Int
 
   var peers: [GatewayID: Peer] = [:]
+  /// Another run's `online` state under the id of a gateway whose run is online, waiting for
+  /// the running one to answer (``instanceSwitchWait``).
+  var pendingPeers: [GatewayID: (peer: Peer, since: Double)] = [:]
   var devices: [BluetoothAddress: Device] = [:]
   /// The broker connection is down (``brokerLost()``) and our `online` state is not back yet:
   /// no claim goes out and nothing device-level is published.
@@ -325,19 +328,43 @@ public struct OwnershipArbiter: Sendable {
     // Another run with our gateway.id (one started twice: it stands by and stops, see
     // DuplicateGatewayGuard), or our state cleared by someone else: our claims stay ours.
     if ours, peer?.instance != instance { return [] }
+    if !ours, let current = peers[gateway], current.online, let peer,
+      peer.instance != current.instance
+    {
+      // Another run of a gateway whose run is online: the state of a run that is gone (a late
+      // will, a clean stop) changes nothing; a new `online` is a run started with the same
+      // gateway.id — a newcomer that stands by until the running one answers, then stops
+      // (DuplicateGatewayGuard) — or the replacement of a run gone without a will yet. It
+      // counts only if the running one does not answer within `instanceSwitchWait`.
+      if peer.online, pendingPeers[gateway] == nil { pendingPeers[gateway] = (peer, now) }
+      return []
+    }
+    // The running one's own state (an answer), or any state of a gateway not online.
+    if !ours { pendingPeers[gateway] = nil }
     let resuming = ours && isSuspended && peer?.online == true && peer?.instance == instance
     if resuming { isSuspended = false }
     guard peers[gateway] != peer || resuming else { return [] }
+    var outputs = changePeer(gateway, to: peer, now: now)
+    if resuming { outputs += ownedDevices.map { .resumed($0) } }
+    return outputs
+  }
+
+  /// Records a gateway's state and settles every claim whose validity it changes.
+  mutating func changePeer(_ gateway: GatewayID, to peer: Peer?, now: Double) -> [Output] {
     peers[gateway] = peer
+    let ours = gateway == self.gateway
     // Every claim naming it changes validity, and ours too when it is our own state.
     var outputs: [Output] = []
     for address in devices.keys.sorted() {
       let affected = devices[address]?.claim?.gateway == gateway || ours
       if affected { outputs += settle(address, now: now) }
     }
-    if resuming { outputs += ownedDevices.map { .resumed($0) } }
     return outputs
   }
+
+  /// Seconds a running gateway has to answer another run's `online` state under its id (it
+  /// publishes its own again at once) before the other run counts as the gateway's.
+  public static let instanceSwitchWait = 2.0
 
   // MARK: - Inputs from the radio
 
@@ -429,6 +456,13 @@ public struct OwnershipArbiter: Sendable {
   /// - Returns: What to do.
   public mutating func tick(now: Double) -> [Output] {
     var outputs: [Output] = []
+    // Runs that came online under a running gateway's id and were not answered: the running
+    // one is gone.
+    for (gateway, pending) in pendingPeers.sorted(by: { $0.key.rawValue < $1.key.rawValue })
+    where now - pending.since >= Self.instanceSwitchWait {
+      pendingPeers[gateway] = nil
+      outputs += changePeer(gateway, to: pending.peer, now: now)
+    }
     for address in devices.keys.sorted() { outputs += decide(address, now: now) }
     return outputs
   }

@@ -1,19 +1,21 @@
-import BridgeCore
-
 /// The fleet's retained messages (owner claims, gateways' states, device names) that reach a
 /// gateway standing by for another run with its `gateway.id`: the last one per topic, in the
 /// order their topics first arrived, handed to the central role when the gateway starts acting.
 ///
 /// Each is the broker's retained state of its topic, so a later message replaces an earlier
-/// one; at most ``limit`` topics are held (the rest are dropped and counted).
-struct HeldFleetMessages: Sendable {
+/// one; at most ``limit`` topics are held (the rest are dropped and counted). The gateway
+/// hands them over in one go, in order, when it starts acting.
+public struct HeldFleetMessages: Sendable {
   /// The most topics held.
-  static let limit = 100_000
+  public static let limit = 100_000
 
   private var order: [String] = []
   private var latest: [String: (message: Topics.FleetMessage, payload: [UInt8])] = [:]
   /// Messages of topics beyond ``limit``, dropped.
-  private(set) var dropped = 0
+  public private(set) var dropped = 0
+
+  /// Holds nothing.
+  public init() {}
 
   /// Holds a message, replacing an earlier one of its topic.
   ///
@@ -21,7 +23,7 @@ struct HeldFleetMessages: Sendable {
   ///   - topic: The message's topic.
   ///   - message: What the topic is about.
   ///   - payload: The payload.
-  mutating func hold(_ topic: String, _ message: Topics.FleetMessage, payload: [UInt8]) {
+  public mutating func hold(_ topic: String, _ message: Topics.FleetMessage, payload: [UInt8]) {
     if latest[topic] == nil {
       guard order.count < Self.limit else {
         dropped += 1
@@ -33,7 +35,7 @@ struct HeldFleetMessages: Sendable {
   }
 
   /// The messages held, one per topic, in the order their topics first arrived.
-  var messages: [(message: Topics.FleetMessage, payload: [UInt8])] {
+  public var messages: [(message: Topics.FleetMessage, payload: [UInt8])] {
     order.compactMap { latest[$0] }
   }
 }
