@@ -36,4 +36,32 @@ struct GatewayOverflowTests {
     #expect(response["error"] == "busy")
     await observer.shutdown()
   }
+
+  @Test(
+    "standing by (before it may act), a request handed to the gateway is not served; acting, it is"
+  )
+  func standingByServesNothing() async throws {
+    let broker = try Broker()
+    try broker.start()
+    defer { broker.stop() }
+    var configuration = GatewayConfiguration()
+    configuration.mqtt.host = "127.0.0.1"
+    configuration.mqtt.port = broker.port
+    configuration.gateway.id = "standby"
+    let service = try GatewayService(configuration: configuration, logger: quietLogger("gw"))
+    service.client.start()
+    defer { Task { await service.client.shutdown(finalMessages: [], timeout: 1) } }
+    let observer = try await connectedClient(TestSupport.configuration(broker))
+    let seen = Collector(observer)
+    try await observer.subscribe("gatt2mqtt/bridge/standby/response/#", qos: .atLeastOnce)
+    let request = MQTTMessage(
+      topic: "gatt2mqtt/bridge/standby/request/health_check", text: #"{"transaction":1}"#)
+    service.handle(request)
+    try await Task.sleep(for: .seconds(1))
+    #expect(seen.messages.isEmpty)
+    service.beginActingNow()
+    service.handle(request)
+    #expect(await eventually { !seen.messages.isEmpty })
+    await observer.shutdown()
+  }
 }
