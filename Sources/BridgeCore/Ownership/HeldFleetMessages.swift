@@ -3,8 +3,7 @@
 /// order their topics first arrived, handed to the central role when the gateway starts acting.
 ///
 /// Each is the broker's retained state of its topic, so a later message replaces an earlier
-/// one; at most ``limit`` topics are held (the rest are dropped and counted). The gateway
-/// hands them over in one go, in order, when it starts acting.
+/// one; at most ``limit`` topics are held (the rest are dropped and counted).
 public struct HeldFleetMessages: Sendable {
   /// The most topics held.
   public static let limit = 100_000
