@@ -140,6 +140,17 @@ struct OwnershipArbiterTests {
     #expect(fleet.members[0].arbiter.owner(of: device) == GatewayID("b"))
   }
 
+  /// Gateways "a" and "b" after six seconds in which "a" hears the device at -50 dBm and "b"
+  /// at `bHears` (or not at all): "a" owns it.
+  func ownedByA(bHears: Int?) -> OwnershipFleet {
+    var fleet = OwnershipFleet(gateways: ["a", "b"])
+    fleet.start(0, now: 0)
+    fleet.start(1, now: 0)
+    run(&fleet, from: 0, seconds: 6, rssi: [-50, bHears])
+    #expect(fleet.owners(of: device) == [0])
+    return fleet
+  }
+
   // MARK: - Claims that do not count
 
   @Test func aForgedClaimForALiveGatewayIsNotValidAndTheDeviceIsClaimedOverIt() {
@@ -172,11 +183,7 @@ struct OwnershipArbiterTests {
   }
 
   @Test func aForgedBrokenOrClearedClaimOverAnOwnedDeviceIsPutRightAndTheOwnerKeepsIt() throws {
-    var fleet = OwnershipFleet(gateways: ["a", "b"])
-    fleet.start(0, now: 0)
-    fleet.start(1, now: 0)
-    run(&fleet, from: 0, seconds: 6, rssi: [-50, nil])
-    #expect(fleet.owners(of: device) == [0])
+    var fleet = ownedByA(bHears: nil)
     let topic = "t/A4C1381E29DF/owner"
     let forged = OwnershipClaim(
       gateway: GatewayID("b"), instance: "forged", rssi: -20, connected: true, reason: "unowned")
@@ -216,11 +223,7 @@ struct OwnershipArbiterTests {
   }
 
   @Test func aSecondRunUnderAnOwnersIDTakesNothingWhileTheRunningOneAnswers() throws {
-    var fleet = OwnershipFleet(gateways: ["a", "b"])
-    fleet.start(0, now: 0)
-    fleet.start(1, now: 0)
-    run(&fleet, from: 0, seconds: 6, rssi: [-50, -60])
-    #expect(fleet.owners(of: device) == [0])
+    var fleet = ownedByA(bHears: -60)
     // A newcomer with a's id comes online; a answers at once (it publishes its state again).
     let twin = GatewayInstance(id: "twin", started: 50)
     fleet.publish("t/bridge/a/state", twin.statePayload(online: true))
@@ -236,11 +239,7 @@ struct OwnershipArbiterTests {
   }
 
   @Test func aNewRunUnderAnIDWhoseRunDoesNotAnswerTakesOverAfterTheWait() throws {
-    var fleet = OwnershipFleet(gateways: ["a", "b"])
-    fleet.start(0, now: 0)
-    fleet.start(1, now: 0)
-    run(&fleet, from: 0, seconds: 6, rssi: [-50, -60])
-    #expect(fleet.owners(of: device) == [0])
+    var fleet = ownedByA(bHears: -60)
     // a lost power without a will yet; its replacement comes online (it stands by, claims
     // nothing): a's claim no longer counts once a has not answered for the wait.
     fleet.members[0].alive = false

@@ -10,16 +10,21 @@ import Testing
   "Gateway: requests the MQTT client could not keep are answered busy",
   .enabled(if: Broker.isAvailable, "mosquitto is not installed"))
 struct GatewayOverflowTests {
+  /// A gateway on `broker` whose `handle(_:)` the test drives (no `run()`).
+  static func service(_ broker: Broker, id: String) throws -> GatewayService {
+    var configuration = GatewayConfiguration()
+    configuration.mqtt.host = "127.0.0.1"
+    configuration.mqtt.port = broker.port
+    configuration.gateway.id = id
+    return try GatewayService(configuration: configuration, logger: quietLogger("gw"))
+  }
+
   @Test("a bridge request handed over without its payload (inbound queue full) is answered busy")
   func overflowedRequestIsAnsweredBusy() async throws {
     let broker = try Broker()
     try broker.start()
     defer { broker.stop() }
-    var configuration = GatewayConfiguration()
-    configuration.mqtt.host = "127.0.0.1"
-    configuration.mqtt.port = broker.port
-    configuration.gateway.id = "flood"
-    let service = try GatewayService(configuration: configuration, logger: quietLogger("gw"))
+    let service = try Self.service(broker, id: "flood")
     service.client.start()
     service.beginActingNow()
     defer { Task { await service.client.shutdown(finalMessages: [], timeout: 1) } }
@@ -44,11 +49,7 @@ struct GatewayOverflowTests {
     let broker = try Broker()
     try broker.start()
     defer { broker.stop() }
-    var configuration = GatewayConfiguration()
-    configuration.mqtt.host = "127.0.0.1"
-    configuration.mqtt.port = broker.port
-    configuration.gateway.id = "standby"
-    let service = try GatewayService(configuration: configuration, logger: quietLogger("gw"))
+    let service = try Self.service(broker, id: "standby")
     service.client.start()
     defer { Task { await service.client.shutdown(finalMessages: [], timeout: 1) } }
     let observer = try await connectedClient(TestSupport.configuration(broker))

@@ -68,7 +68,7 @@ struct DuplicateGatewayTests {
     #expect(seen.messages.filter { $0.topic == responseTopic }.count == 1)
     // keepalive 5 s: the newcomer waits 1.5 × 5 + 5 = 12.5 s for the other to go offline.
     #expect(await eventually(timeout: 40) { second.child.wait(timeout: 0) != nil })
-    #expect(second.log.contains("standing by") || second.log.contains("stops in"))
+    #expect(second.log.contains("this one stands by and stops in"))
     #expect(Self.devicePlane(seen).isEmpty, "published: \(Self.devicePlane(seen).map(\.topic))")
     #expect(Self.simulatedHealth(seen).isEmpty)
     let waited = ContinuousClock.now - started
