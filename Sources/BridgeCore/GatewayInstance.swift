@@ -109,6 +109,10 @@ public struct DuplicateGatewayGuard: Sendable {
   /// is online.
   public var mayAct: Bool { confirmed && rival == nil }
 
+  /// Whether a stop now (SIGTERM) must publish no `offline` state: this run stands by for an
+  /// older run that answered, whose `online` state stands.
+  public var stopsQuietly: Bool { !acting && rival?.live == true }
+
   /// Whether the stop ``shouldStop(now:)`` asks for comes at once, without a grace: an older
   /// run turned up after this one had started acting.
   public var stopsAtOnce: Bool { acting && rival != nil }

@@ -249,7 +249,7 @@ public final class GatewayService: Service, Sendable {
         "another gatt2mqtt runs with gateway.id '\(topics.gateway.rawValue)'; give each gateway its own gateway.id",
         exitCode: acted ? Self.exitRestart : Self.exitConfiguration)
     }
-    if duplicates.withLock({ !$0.acting && $0.rival?.live == true }) {
+    if duplicates.withLock({ $0.stopsQuietly }) {
       // Stopped while standing by for a run that answered: the state is that run's.
       await client.shutdown(finalMessages: [], timeout: 0.6)
       logger.info("gatt2mqtt stopped (it stood by: the other run's state stands)")

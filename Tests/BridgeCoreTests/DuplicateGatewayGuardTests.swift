@@ -135,6 +135,8 @@ struct DuplicateGatewayGuardTests {
     var answered = DuplicateGatewayGuard(own: own, grace: 12)
     _ = answered.observe(older.statePayload(online: true), retained: true, now: 5)
     _ = answered.observe(older.statePayload(online: true), retained: false, now: 6)
+    #expect(answered.stopsQuietly)
+    #expect(!guardState.stopsQuietly)  // no rival left: a stop says offline
     #expect(answered.dismissSilentRival(now: 17) == nil)
     #expect(answered.shouldStop(now: 17))
   }
