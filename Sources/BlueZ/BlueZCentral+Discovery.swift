@@ -69,6 +69,18 @@ extension BlueZCentral {
     async throws(CentralError)
   {
     let epoch = self.epoch
+    if scansThroughKernel, try await startKernelDiscovery(id, filter) {
+      guard epoch == self.epoch else { return }
+      let running = sessions[id]?.started == true
+      sessions[id] = DiscoverySession(filter: filter, started: true)
+      guard !running else { return }
+      if !byWatchdog || watchdogs[id] == nil {
+        let now = clock.now
+        watchdogs[id] = WatchdogState(since: now, silentSince: now)
+      }
+      logger.info("discovery started through the kernel", metadata: ["ble.adapter": "\(id)"])
+      return
+    }
     _ = try await adapterCall(
       id, BlueZNames.adapter, "SetDiscoveryFilter", [filter.bluezDictionary],
       operation: "SetDiscoveryFilter")
@@ -87,8 +99,14 @@ extension BlueZCentral {
     logger.info("discovery started", metadata: ["ble.adapter": "\(id)"])
   }
 
+  /// Stops this central's discovery: through the kernel when it runs there, else
   /// `StopDiscovery`, treating "no discovery started" and "not powered" as success.
-  func stopCall(_ id: String) async throws(CentralError) {
+  ///
+  /// - Parameters:
+  ///   - id: The adapter.
+  ///   - throughBluetoothd: Stop bluetoothd's discovery even while the kernel's runs.
+  func stopCall(_ id: String, throughBluetoothd: Bool = false) async throws(CentralError) {
+    if !throughBluetoothd, await stopKernelDiscovery(id) { return }
     do {
       _ = try await adapterCall(
         id, BlueZNames.adapter, "StopDiscovery", [], operation: "StopDiscovery")
@@ -111,7 +129,7 @@ extension BlueZCentral {
   }
 
   /// Calls a method on an adapter object of the current owner, mapping errors.
-  private func adapterCall(
+  func adapterCall(
     _ id: String, _ interface: String, _ member: String, _ arguments: [DBusValue],
     operation: String
   ) async throws(CentralError) -> [DBusValue] {

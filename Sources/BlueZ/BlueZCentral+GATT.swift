@@ -21,7 +21,12 @@ extension BlueZCentral: GATTCentral {
   ///   holds the D-Bus error name.
   public func connect(_ address: BluetoothAddress, timeout: Double) async throws(CentralError) {
     let (connection, owner) = try requireStack()
-    guard let device = model.device(address: address) else {
+    let device: BlueZDevice
+    if let known = model.device(address: address) {
+      device = known
+    } else if scansThroughKernel {
+      device = try await learnDevice(address, timeout: timeout)
+    } else {
       throw CentralError(.notFound, message: "BlueZ does not know \(address)")
     }
     let epoch = self.epoch

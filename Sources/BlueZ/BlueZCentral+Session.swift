@@ -21,6 +21,7 @@ extension BlueZCentral: BlueZSessionClient {
       }
       await group.waitForAll()
     }
+    await closeScanner()
     startupSettled = true
     dropStack()
     hub.finish()
@@ -85,6 +86,7 @@ extension BlueZCentral: BlueZSessionClient {
     sessions = [:]
     watchdogs = [:]
     relearning = []
+    scanner?.forgetDevices()
     releaseAcquired(address: nil)
     if announced {
       announced = false

@@ -13,7 +13,7 @@ extension BlueZCentral {
         var state = watchdogs[id]
       else { continue }
       let now = clock.now
-      if let seen = model.lastAdvertisement[adapter.path], seen > state.since {
+      if let seen = lastSighting(id, adapter.path), seen > state.since {
         if state.stage != .watching {
           logger.info("advertisements arrive again", metadata: ["ble.adapter": "\(id)"])
           hub.yield(.scannerWatchdog(.recovered(adapter: id)))

@@ -96,6 +96,11 @@ public actor BlueZCentral: BLECentral {
   var startNotifyOnly: Set<GATTCharacteristicID> = []
   /// Reads the acquired sockets; started with the first.
   var notifyReader: DatagramReader?
+  /// Discovery through the kernel (``BlueZCentralConfiguration/ScanMethod/management``), made
+  /// at the first start.
+  var scanner: ManagementScanner?
+  /// Why scanning through the kernel was refused (then discovery goes through bluetoothd).
+  var scannerRefusal: CentralError?
 
   /// Makes a central with its own ``BlueZSession`` (from the configuration's bus settings),
   /// which ``run()`` runs; nothing happens until then.
@@ -136,6 +141,7 @@ public actor BlueZCentral: BLECentral {
 
   deinit {
     notifyReader?.stop()
+    scanner?.close()
   }
 
   // MARK: port
@@ -198,6 +204,20 @@ public actor BlueZCentral: BLECentral {
         break
       }
     }
-    hub.yield(contentsOf: events)
+    guard scansThroughKernel else {
+      hub.yield(contentsOf: events)
+      return
+    }
+    // Advertisements come from the kernel's reports: bluetoothd's view of devices (its cache,
+    // the temporary devices it makes while discovering for a connection) is not reported.
+    hub.yield(contentsOf: events.filter { !Self.isAdvertisement($0) })
+  }
+
+  /// Whether an event is about a device's advertisements (which the scan method delivers).
+  static func isAdvertisement(_ event: CentralEvent) -> Bool {
+    switch event {
+    case .deviceAppeared, .deviceUpdated, .deviceRemoved: true
+    default: false
+    }
   }
 }

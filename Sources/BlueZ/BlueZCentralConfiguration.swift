@@ -1,5 +1,15 @@
 /// Settings of a ``BlueZCentral``; every default is the documented configuration default.
 public struct BlueZCentralConfiguration: Sendable, Hashable {
+  /// How the central discovers devices (`bluetooth.scan_method`).
+  public enum ScanMethod: String, Sendable, Hashable, CaseIterable {
+    /// Through bluetoothd (`StartDiscovery`): each advertisement arrives as a D-Bus signal.
+    case dbus
+    /// Through the kernel's Bluetooth management socket (``ManagementScanner``): discovery is
+    /// started there and each advertising report read from it, with no D-Bus message per
+    /// advertisement. Needs `CAP_NET_ADMIN`; without it the central falls back to `dbus`.
+    case management
+  }
+
   /// The D-Bus address of the system bus, or `nil` for `DBUS_SYSTEM_BUS_ADDRESS` or else
   /// `unix:path=/run/dbus/system_bus_socket` (`bluetooth.bus_address`).
   public var busAddress: String?
@@ -26,6 +36,8 @@ public struct BlueZCentralConfiguration: Sendable, Hashable {
   /// bluetoothd each has its own object for the same address: a central bound to one adapter
   /// must neither report nor disconnect the other adapter's link.
   public var adapter: String?
+  /// How to discover devices (default ``ScanMethod/dbus``).
+  public var scanMethod: ScanMethod
 
   /// Makes a configuration.
   ///
@@ -39,13 +51,14 @@ public struct BlueZCentralConfiguration: Sendable, Hashable {
   ///   - startupWait: How long `adapters()` waits for the first snapshot.
   ///   - watchdog: The scanner watchdog's settings.
   ///   - adapter: The one adapter whose devices are seen; `nil` for every adapter.
+  ///   - scanMethod: How to discover devices.
   public init(
     busAddress: String? = nil, signalBufferSize: Int = 8192,
     maxDevices: Int = 4096, callTimeout: Duration = .seconds(10),
     reconnectDelay: Duration = .milliseconds(500), maxReconnectDelay: Duration = .seconds(30),
     startupWait: Duration = .seconds(5),
     watchdog: ScannerWatchdogConfiguration = ScannerWatchdogConfiguration(),
-    adapter: String? = nil
+    adapter: String? = nil, scanMethod: ScanMethod = .dbus
   ) {
     self.busAddress = busAddress
     self.signalBufferSize = signalBufferSize
@@ -56,6 +69,7 @@ public struct BlueZCentralConfiguration: Sendable, Hashable {
     self.startupWait = startupWait
     self.watchdog = watchdog
     self.adapter = adapter
+    self.scanMethod = scanMethod
   }
 
   /// The bus settings of a session the central makes for itself.

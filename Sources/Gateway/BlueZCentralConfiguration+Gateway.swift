@@ -3,12 +3,14 @@ public import BlueZ
 extension BlueZCentralConfiguration {
   /// The BlueZ central's settings from the gateway's configuration: the object model keeps as
   /// many devices as the registry (`bluetooth.max_devices`), so that neither forgets a device
-  /// the other still reports. The other settings have no configuration key and keep their
+  /// the other still reports; the adapter and the scan method (`bluetooth.scan_method`) are
+  /// the configuration's. The other settings have no configuration key and keep their
   /// defaults.
   ///
   /// - Parameter configuration: The loaded configuration.
   public init(gateway configuration: GatewayConfiguration) {
     self.init(
-      maxDevices: configuration.bluetooth.maxDevices, adapter: configuration.bluetooth.adapter)
+      maxDevices: configuration.bluetooth.maxDevices, adapter: configuration.bluetooth.adapter,
+      scanMethod: configuration.bluetooth.scanMethod == .management ? .management : .dbus)
   }
 }

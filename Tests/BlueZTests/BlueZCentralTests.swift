@@ -2,6 +2,7 @@ import BlueZ
 import BridgeCore
 import BusTestSupport
 import DBus
+import Glibc
 import Logging
 import Testing
 
@@ -15,14 +16,15 @@ struct BlueZCentralTests {
 
   /// A running central on `bus`, its event recorder, and a cancel handle.
   static func central(
-    _ bus: PrivateBus, watchdog: ScannerWatchdogConfiguration = .init(enabled: false)
+    _ bus: PrivateBus, watchdog: ScannerWatchdogConfiguration = .init(enabled: false),
+    scanMethod: BlueZCentralConfiguration.ScanMethod = .dbus
   ) -> (BlueZCentral, Recorder<CentralEvent>, Task<Void, Never>) {
     var logger = Logger(label: "test.bluez")
     logger.logLevel = .critical
     let central = BlueZCentral(
       configuration: BlueZCentralConfiguration(
         busAddress: bus.address, callTimeout: .seconds(5), reconnectDelay: .milliseconds(100),
-        watchdog: watchdog),
+        watchdog: watchdog, scanMethod: scanMethod),
       logger: logger)
     let recorder = Recorder(central.events())
     let task = Task { await central.run() }
@@ -145,6 +147,39 @@ struct BlueZCentralTests {
       try await central.setPowered(adapter: "hci0", false)
       try await events.next(where: Self.isAdapter("hci0") { !$0.powered })
       #expect(fake.calls("Set Powered").map(\.arguments) == [[.bool(false)]])
+      await fake.stop()
+    }
+  }
+
+  /// Whether this kernel refuses Bluetooth sockets (no Bluetooth, as on the test machines).
+  static let kernelHasNoBluetooth: Bool = {
+    let fd = socket(31, Int32(SOCK_RAW.rawValue), 1)  // AF_BLUETOOTH, BTPROTO_HCI
+    if fd >= 0 { close(fd) }
+    return fd < 0
+  }()
+
+  @Test(
+    "scan_method management without the kernel's management interface falls back to bluetoothd",
+    .enabled(
+      if: kernelHasNoBluetooth,
+      "this kernel has Bluetooth: the kernel path is exercised in the lab (central-kernel-scan)"))
+  func kernelScanningFallsBack() async throws {
+    try await PrivateBus.with { bus in
+      let fake = try await FakeBlueZ.start(on: bus)
+      let (central, events, task) = Self.central(bus, scanMethod: .management)
+      defer { task.cancel() }
+      try await events.next(where: Self.isAdapter("hci0"))
+      try await central.startDiscovery(adapter: "hci0", filter: DiscoveryFilter())
+      // Refused by the kernel: bluetoothd discovers, and its advertisements are reported.
+      #expect(fake.calls("StartDiscovery").count == 1)
+      try await events.next(where: Self.isAdapter("hci0") { $0.discovering })
+      let address = try BluetoothAddress(Self.deviceAddress)
+      try await fake.addDevice(Self.deviceAddress, properties: ["RSSI": .int16(-70)])
+      try await events.next {
+        if case .deviceAppeared(let a) = $0 { a.address == address && a.rssi == -70 } else { false }
+      }
+      try await central.stopDiscovery(adapter: "hci0")
+      #expect(fake.calls("StopDiscovery").count == 1)
       await fake.stop()
     }
   }

@@ -37,6 +37,7 @@ ROWS = "BENCH"
 TIMEOUT = 1500
 
 PERF = os.environ.get("LAB_PERF") == "1"  # Benchmarks/lab-cpu --profile
+STRACE = os.environ.get("LAB_STRACE") == "1"  # Benchmarks/lab-cpu --syscalls
 # perf takes tens of seconds to start sampling under emulation: a profiled run sends more.
 NOTIFICATIONS = 6000 if PERF else 2000
 RATE = 50  # per second, paced by the clock (sensor --hr-steady) as far as the VM keeps up
@@ -116,6 +117,41 @@ class Profile:
             text += report.stdout + report.stderr
         self.report.write_text(text)
         self.lab.log(f"profile: {self.report.name}")
+
+
+class Syscalls:
+    """`strace -f -c` of one bridge over one measurement window (only with LAB_STRACE=1): how
+    many system calls of each kind it made, kept in <scenario dir>/syscalls-<phase>-<bridge>.txt
+    and, per event, in the results. Under emulation every system call (and every clock read: the
+    VM's HPET clock source has no vDSO path) costs a trap into the guest kernel."""
+
+    def __init__(self, lab, kind: str, phase: str, pid: int):
+        self.lab, self.pid, self.proc = lab, pid, None
+        self.report = lab.dir / f"syscalls-{phase}-{kind}.txt"
+
+    async def start(self) -> None:
+        if not STRACE:
+            return
+        if not shutil.which("strace"):
+            raise LabError("--syscalls needs strace in the lab's root file system (apt-get install strace)")
+        self.proc = subprocess.Popen(["strace", "-f", "-c", "-p", str(self.pid), "-o", str(self.report)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        await asyncio.sleep(2)  # attaching to every thread takes a moment under emulation
+
+    async def stop(self) -> dict[str, int]:
+        """The calls of each kind over the window (empty without LAB_STRACE)."""
+        if self.proc is None:
+            return {}
+        self.proc.send_signal(signal.SIGINT)
+        await asyncio.to_thread(self.proc.communicate, None, 120)
+        calls: dict[str, int] = {}
+        for line in self.report.read_text().splitlines():
+            f = line.split()
+            # "% time  seconds  usecs/call  calls  [errors]  syscall"
+            if len(f) >= 5 and f[0][0].isdigit() and f[3].isdigit() and f[-1] != "total":
+                calls[f[-1]] = int(f[3])
+        self.lab.log(f"system calls: {self.report.name}")
+        return calls
 
 
 def cpu_seconds(pid: int) -> float:
@@ -216,8 +252,10 @@ async def notification_run(lab, mqtt, kind: str, rate: float = RATE) -> dict:
     try:
         await wait_until(lambda: len(got()) >= WARMUP, lab.timeout(240), bridge, kind,
                          f"{WARMUP} heart-rate values on {topic}")
-        profile = Profile(lab, kind, "notifications" if rate else "notifications-fast", bridge.pid)
+        phase = "notifications" if rate else "notifications-fast"
+        profile, syscalls = Profile(lab, kind, phase, bridge.pid), Syscalls(lab, kind, phase, bridge.pid)
         await profile.start()
+        await syscalls.start()
         k0, c0 = len(got()), snapshot(bridge.pid)
 
         def finished() -> bool:
@@ -228,6 +266,7 @@ async def notification_run(lab, mqtt, kind: str, rate: float = RATE) -> dict:
         if len(got()) < NOTIFICATIONS:  # the sensor is done: let the rest drain
             await quiet(lambda: len(got()), bridge, kind, settle=5)
         k1, c1 = len(got()), snapshot(bridge.pid)
+        calls = await syscalls.stop()
         await profile.stop()
     finally:
         await bridge.stop()
@@ -236,7 +275,7 @@ async def notification_run(lab, mqtt, kind: str, rate: float = RATE) -> dict:
     return {
         "events": k1 - k0, "forwarded": len(seqs), "expected": NOTIFICATIONS,
         "in_order": seqs == list(range(len(seqs))), "wall_s": round(c1["t"] - c0["t"], 2),
-        "cpu_s": delta(c0, c1),
+        "cpu_s": delta(c0, c1), "syscalls": calls,
     }
 
 
@@ -267,7 +306,9 @@ async def advertisement_run(lab, mqtt, kind: str, beacons) -> dict:
                          lab.timeout(180), bridge, kind, "an advertisement of every beacon")
         window = mqtt.mark()
         profile = Profile(lab, kind, "advertisements", bridge.pid)
+        syscalls = Syscalls(lab, kind, "advertisements", bridge.pid)
         await profile.start()
+        await syscalls.start()
         sent0, c0 = await beacon_stats(beacons), snapshot(bridge.pid)
         for b in beacons:
             b.send("beacon", interval=BEACON_INTERVAL)
@@ -277,6 +318,7 @@ async def advertisement_run(lab, mqtt, kind: str, beacons) -> dict:
         sent1 = await beacon_stats(beacons)
         await quiet(lambda: len(adverts(window)), bridge, kind)
         c1 = snapshot(bridge.pid)
+        calls = await syscalls.stop()
         await profile.stop()
         forwarded = len(adverts(window))
     finally:
@@ -284,7 +326,7 @@ async def advertisement_run(lab, mqtt, kind: str, beacons) -> dict:
             b.send("beacon", interval=0)
         await bridge.stop()
     return {"events": sent1 - sent0, "forwarded": forwarded, "wall_s": round(c1["t"] - c0["t"], 2),
-            "cpu_s": delta(c0, c1)}
+            "cpu_s": delta(c0, c1), "syscalls": calls}
 
 
 def ms(x: float) -> str:
@@ -351,9 +393,27 @@ def table(results: dict) -> str:
         cells = [f"{ok[k]['events'] / max(ok[k]['wall_s'], 0.001):>14.1f}/s" if k in ok else f"{'-':>16}"
                  for k in BRIDGES]
         lines.append(f"  {'rate':22}{''.join(cells)}")
+    if STRACE:
+        lines += syscall_lines(results)
     lines.append("")
     lines += ratio_lines(results)
     return "\n".join(lines) + "\n"
+
+
+def syscall_lines(results: dict) -> list[str]:
+    """System calls per event of each bridge (--syscalls): the total and the most frequent."""
+    lines = ["", "System calls per event (strace -f -c over the window; strace slows the bridge: "
+             "its CPU figures above are not results)"]
+    for phase in ("notifications", "notifications_fast", "advertisements"):
+        for k in BRIDGES:
+            r = results.get(phase, {}).get(k, {})
+            calls, events = r.get("syscalls") or {}, r.get("events", 0)
+            if not calls or not events:
+                continue
+            top = sorted(calls.items(), key=lambda kv: -kv[1])[:8]
+            lines.append(f"  {phase} {k}: {sum(calls.values()) / events:.1f} per event: "
+                         + ", ".join(f"{name} {n / events:.2f}" for name, n in top))
+    return lines
 
 
 def cpu_of(run: dict, what: str) -> float:

@@ -103,11 +103,11 @@ enum ManagementPacket {
     }
   }
 
-  private static func le16(_ value: UInt16) -> [UInt8] {
+  static func le16(_ value: UInt16) -> [UInt8] {
     [UInt8(value & 0xFF), UInt8(value >> 8)]
   }
 
-  private static func u16(_ bytes: [UInt8], _ offset: Int) -> UInt16 {
+  static func u16(_ bytes: [UInt8], _ offset: Int) -> UInt16 {
     UInt16(bytes[offset]) | UInt16(bytes[offset + 1]) << 8
   }
 }

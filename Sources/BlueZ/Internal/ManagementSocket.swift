@@ -22,37 +22,8 @@ enum ManagementSocket {
   static func query(_ command: [UInt8], index: UInt16, timeout: Double) throws(CentralError)
     -> ManagementPacket.Reply
   {
-    let fd = socket(
-      addressFamily, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), hciProtocol)
-    guard fd >= 0 else {
-      let code = errno
-      if code == EPERM || code == EACCES {
-        throw CentralError(
-          .notPermitted,
-          message:
-            "opening a Bluetooth management socket was refused (\(String(cString: strerror(code)))); reading a link's RSSI needs CAP_NET_ADMIN"
-        )
-      }
-      guard code == EAFNOSUPPORT || code == EPROTONOSUPPORT else {
-        // Out of descriptors or buffers: try again at the next reading.
-        throw failure("socket", code)
-      }
-      throw CentralError(
-        .unavailable,
-        message:
-          "cannot open a Bluetooth management socket (\(String(cString: strerror(code)))): the kernel has no Bluetooth, or the process may not use AF_BLUETOOTH sockets (systemd's RestrictAddressFamilies)"
-      )
-    }
+    let fd = try open(purpose: "reading a link's RSSI")
     defer { close(fd) }
-    // struct sockaddr_hci { sa_family_t family; unsigned short dev, channel; }
-    var address: [UInt8] = [
-      UInt8(addressFamily), 0, UInt8(noDevice & 0xFF), UInt8(noDevice >> 8),
-      UInt8(controlChannel), 0,
-    ]
-    let bound = address.withUnsafeMutableBytes { raw in
-      raw.withMemoryRebound(to: sockaddr.self) { bind(fd, $0.baseAddress, socklen_t(raw.count)) }
-    }
-    guard bound == 0 else { throw failure("bind", errno) }
     // The kernel answers every command with a Command Status or Complete event; for a command
     // it refuses outright (an unprivileged socket) `write` returns 0, not the length (seen in
     // the lab): only a negative count is a failure.
@@ -83,7 +54,52 @@ enum ManagementSocket {
       .timeout, message: "the kernel did not answer Get Connection Information within \(timeout) s")
   }
 
-  private static func failure(_ call: String, _ code: Int32) -> CentralError {
+  /// Opens a control-channel socket (close it when done).
+  ///
+  /// - Parameter purpose: What it is for, in the error for a refusal ("reading a link's RSSI").
+  /// - Returns: The socket, bound to the control channel.
+  /// - Throws: ``CentralError``: `not_permitted` when the process may not open it, `unavailable`
+  ///   when the kernel has no Bluetooth management interface, `bluez_error` for another failing
+  ///   system call.
+  static func open(purpose: String) throws(CentralError) -> Int32 {
+    let fd = socket(
+      addressFamily, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), hciProtocol)
+    guard fd >= 0 else {
+      let code = errno
+      if code == EPERM || code == EACCES {
+        throw CentralError(
+          .notPermitted,
+          message:
+            "opening a Bluetooth management socket was refused (\(String(cString: strerror(code)))); \(purpose) needs CAP_NET_ADMIN"
+        )
+      }
+      guard code == EAFNOSUPPORT || code == EPROTONOSUPPORT else {
+        // Out of descriptors or buffers: try again at the next reading.
+        throw failure("socket", code)
+      }
+      throw CentralError(
+        .unavailable,
+        message:
+          "cannot open a Bluetooth management socket (\(String(cString: strerror(code)))): the kernel has no Bluetooth, or the process may not use AF_BLUETOOTH sockets (systemd's RestrictAddressFamilies)"
+      )
+    }
+    // struct sockaddr_hci { sa_family_t family; unsigned short dev, channel; }
+    var address: [UInt8] = [
+      UInt8(addressFamily), 0, UInt8(noDevice & 0xFF), UInt8(noDevice >> 8),
+      UInt8(controlChannel), 0,
+    ]
+    let bound = address.withUnsafeMutableBytes { raw in
+      raw.withMemoryRebound(to: sockaddr.self) { bind(fd, $0.baseAddress, socklen_t(raw.count)) }
+    }
+    guard bound == 0 else {
+      let code = errno
+      close(fd)
+      throw failure("bind", code)
+    }
+    return fd
+  }
+
+  static func failure(_ call: String, _ code: Int32) -> CentralError {
     CentralError(
       .bluezError,
       message: "Bluetooth management socket: \(call): \(String(cString: strerror(code)))")

@@ -81,6 +81,7 @@ struct ConfigurationKey: Sendable {
     .number("gateway.health_interval", \.gateway.healthInterval, atMost: 86_400),
     .choice("log.level", \.log.level),
     .choice("bluetooth.radio", \.bluetooth.radio),
+    .choice("bluetooth.scan_method", \.bluetooth.scanMethod),
     .optionalString("bluetooth.adapter", \.bluetooth.adapter, .topicLevel),
     .optionalString("bluetooth.simulation", \.bluetooth.simulation, .nonEmptyString),
     .bool("bluetooth.scan_on_start", \.bluetooth.scanOnStart),

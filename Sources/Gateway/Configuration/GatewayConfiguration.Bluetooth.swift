@@ -14,8 +14,21 @@ extension GatewayConfiguration {
       case simulated
     }
 
+    /// How the BlueZ radio discovers devices (`bluetooth.scan_method`).
+    public enum ScanMethod: String, Sendable, Equatable, CaseIterable {
+      /// Through bluetoothd (`StartDiscovery`): every advertisement is a D-Bus signal.
+      case dbus
+      /// Through the kernel's Bluetooth management socket, as Home Assistant reads
+      /// advertisements: no D-Bus message per advertisement; needs `CAP_NET_ADMIN` (falls back
+      /// to `dbus` without it). A connection to a device bluetoothd has not seen runs a short
+      /// discovery of bluetoothd's own first.
+      case management
+    }
+
     /// Which BLE stack to drive (`bluetooth.radio`). Default `auto`.
     public var radio: Radio
+    /// How the BlueZ radio discovers devices (`bluetooth.scan_method`). Default `dbus`.
+    public var scanMethod: ScanMethod
     /// The one adapter to use, e.g. `hci0` (`bluetooth.adapter`); `nil` uses every adapter.
     public var adapter: String?
     /// The simulated world's YAML file when `radio` is `simulated` (`bluetooth.simulation`);
@@ -93,7 +106,8 @@ extension GatewayConfiguration {
 
     /// Creates Bluetooth settings with the documented defaults.
     public init(
-      radio: Radio = .auto, adapter: String? = nil, simulation: String? = nil,
+      radio: Radio = .auto, scanMethod: ScanMethod = .dbus, adapter: String? = nil,
+      simulation: String? = nil,
       scanOnStart: Bool = true,
       minRSSI: Int? = nil, advertisementInterval: Double = 10,
       advertisementMinInterval: Double = 1, offlineAfter: Double = 90,
@@ -108,6 +122,7 @@ extension GatewayConfiguration {
       self.gatt = gatt
       self.transfer = transfer
       self.radio = radio
+      self.scanMethod = scanMethod
       self.adapter = adapter
       self.simulation = simulation
       self.scanOnStart = scanOnStart

@@ -1,0 +1,108 @@
+import BridgeCore
+
+/// What the kernel's advertising reports said of each device so far, as the central's
+/// ``CentralEvent/deviceAppeared(_:)`` and ``CentralEvent/deviceUpdated(_:)`` events carry it
+/// when scanning through the management socket (``BlueZCentralConfiguration/ScanMethod/management``).
+/// Pure.
+///
+/// A report carries what one advertisement (with its scan response) said; the device's state
+/// follows bluetoothd's rules for `DuplicateData` discovery, so that both scan methods publish
+/// the same thing: manufacturer and service data are replaced by a report that carries any (a
+/// scan response without them leaves them), service UUIDs accumulate, a complete name replaces
+/// a shortened one and is not replaced by one, the transmit power stays until another is
+/// advertised; the RSSI is each report's. BR/EDR reports are ignored.
+struct AdvertisementReports: Sendable {
+  private struct Device: Sendable {
+    var advertisement: Advertisement
+    var nameComplete: Bool
+    /// The report count when it was last heard (for eviction).
+    var heard: UInt64
+    /// Whether an event about it was delivered (the first one is `deviceAppeared`).
+    var announced = false
+  }
+
+  /// The most devices kept; beyond it the longest-unheard tenth is forgotten (heard again, a
+  /// device appears anew).
+  let maxDevices: Int
+  private var devices: [BluetoothAddress: Device] = [:]
+  private var reports: UInt64 = 0
+  /// Devices forgotten to stay within ``maxDevices``.
+  private(set) var evicted = 0
+
+  /// Keeps at most `maxDevices` devices.
+  init(maxDevices: Int) {
+    self.maxDevices = max(1, maxDevices)
+  }
+
+  /// The devices kept now.
+  var count: Int { devices.count }
+
+  /// Applies one report.
+  ///
+  /// - Parameters:
+  ///   - report: The report.
+  ///   - filter: The discovery filter: a report weaker than its RSSI floor, or of a device that
+  ///     advertised none of its service UUIDs (in its UUIDs or service data), is not reported
+  ///     (the device's state is kept).
+  /// - Returns: The event to deliver, or `nil`: `deviceAppeared` for the first report of a
+  ///   device that passes the filter, `deviceUpdated` for each later one.
+  mutating func apply(_ report: ManagementPacket.Report, filter: DiscoveryFilter) -> CentralEvent? {
+    guard let type = report.addressType else { return nil }
+    reports += 1
+    let fields = AdvertisingFields(report.data)
+    let known = devices[report.address]
+    var device =
+      known
+      ?? Device(
+        advertisement: Advertisement(address: report.address, addressType: type),
+        nameComplete: false, heard: 0)
+    device.heard = reports
+    device.advertisement.addressType = type
+    device.advertisement.rssi = report.rssi
+    if let name = fields.name, fields.nameComplete || !device.nameComplete {
+      device.advertisement.name = name
+      device.nameComplete = fields.nameComplete
+    }
+    if let power = fields.txPower { device.advertisement.txPower = power }
+    if !fields.manufacturerData.isEmpty {
+      device.advertisement.manufacturerData = fields.manufacturerData
+    }
+    if !fields.serviceData.isEmpty { device.advertisement.serviceData = fields.serviceData }
+    for uuid in fields.serviceUUIDs where !device.advertisement.serviceUUIDs.contains(uuid) {
+      device.advertisement.serviceUUIDs.append(uuid)
+    }
+    let passes = Self.passes(device.advertisement, filter)
+    let first = passes && !device.announced
+    if passes { device.announced = true }
+    devices[report.address] = device
+    if known == nil { evictIfNeeded() }
+    guard passes else { return nil }
+    return first ? .deviceAppeared(device.advertisement) : .deviceUpdated(device.advertisement)
+  }
+
+  /// Forgets every device (the stack was lost, or scanning stopped).
+  mutating func removeAll() {
+    devices.removeAll()
+  }
+
+  private static func passes(_ advertisement: Advertisement, _ filter: DiscoveryFilter) -> Bool {
+    // As the kernel's own filter: an RSSI the controller could not measure (127) fails a floor.
+    if let floor = filter.rssiFloor, let rssi = advertisement.rssi,
+      !Advertisement.measurableRSSI.contains(rssi) || rssi < floor
+    {
+      return false
+    }
+    guard !filter.serviceUUIDs.isEmpty else { return true }
+    return filter.serviceUUIDs.contains {
+      advertisement.serviceUUIDs.contains($0) || advertisement.serviceData[$0] != nil
+    }
+  }
+
+  private mutating func evictIfNeeded() {
+    guard devices.count > maxDevices else { return }
+    let target = max(0, maxDevices - max(1, maxDevices / 10))
+    let oldest = devices.sorted { $0.value.heard < $1.value.heard }.prefix(devices.count - target)
+    for (address, _) in oldest { devices[address] = nil }
+    evicted += oldest.count
+  }
+}
