@@ -47,7 +47,9 @@ extension BlueZCentral {
       self.scanner = scanner
     }
     do {
+      let running = scanner.isScanning(index: index)
       try await scanner.start(index: index, filter: filter)
+      if !running { announceDiscovery(id) }
       return true
     } catch {
       switch error.code {
@@ -65,7 +67,14 @@ extension BlueZCentral {
     guard let scanner, let index = ManagementPacket.index(of: id), scanner.isScanning(index: index)
     else { return false }
     await scanner.stop(index: index)
+    announceDiscovery(id)
     return true
+  }
+
+  /// Reports an adapter whose discovery through the kernel started or stopped.
+  private func announceDiscovery(_ id: String) {
+    guard let adapter = model.adapter(id: id) else { return }
+    deliver([.adapterChanged(model.info(adapter))])
   }
 
   /// When an advertisement was last seen on an adapter, from the scan method in use.

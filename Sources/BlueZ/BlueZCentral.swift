@@ -182,7 +182,7 @@ public actor BlueZCentral: BLECentral {
       if let refusal { throw refusal }
       throw CentralError(.unavailable, message: "bluetoothd (org.bluez) is not available")
     }
-    return model.adapterInfos
+    return model.adapterInfos.map(withKernelDiscovery)
   }
 
   // MARK: events
@@ -209,15 +209,25 @@ public actor BlueZCentral: BLECentral {
       return
     }
     // Advertisements come from the kernel's reports: bluetoothd's view of devices (its cache,
-    // the temporary devices it makes while discovering for a connection) is not reported.
-    hub.yield(contentsOf: events.filter { !Self.isAdvertisement($0) })
+    // the temporary devices it makes while discovering for a connection) is not reported, and
+    // an adapter discovers when the kernel's discovery runs there (bluetoothd's `Discovering`
+    // says only whether its own clients discover).
+    hub.yield(
+      contentsOf: events.compactMap { event in
+        switch event {
+        case .deviceAppeared, .deviceUpdated, .deviceRemoved: nil
+        case .adapterChanged(let info): .adapterChanged(withKernelDiscovery(info))
+        default: event
+        }
+      })
   }
 
-  /// Whether an event is about a device's advertisements (which the scan method delivers).
-  static func isAdvertisement(_ event: CentralEvent) -> Bool {
-    switch event {
-    case .deviceAppeared, .deviceUpdated, .deviceRemoved: true
-    default: false
-    }
+  /// An adapter's state with `discovering` as the scan method in use says it.
+  func withKernelDiscovery(_ info: AdapterInfo) -> AdapterInfo {
+    guard scansThroughKernel, let index = ManagementPacket.index(of: info.id) else { return info }
+    var info = info
+    info.discovering = scanner?.isScanning(index: index) ?? false
+    return info
   }
+
 }

@@ -24,7 +24,8 @@ struct ManagementScanPacketTests {
   let address = try! BluetoothAddress("A4:C1:38:1E:29:DF")
 
   @Test func discoveryCommandsAskForLEOnTheController() {
-    #expect(ManagementPacket.startDiscovery(index: 1) == [0x23, 0x00, 0x01, 0x00, 0x01, 0x00, 0x06])
+    #expect(
+      ManagementPacket.startDiscovery(index: 1) == [0x23, 0x00, 0x01, 0x00, 0x01, 0x00, 0x06])
     #expect(ManagementPacket.stopDiscovery(index: 0) == [0x24, 0x00, 0x00, 0x00, 0x01, 0x00, 0x06])
   }
 
@@ -101,7 +102,8 @@ struct ManagementScanPacketTests {
       ])
     #expect(
       fields.serviceData == [
-        BluetoothUUID(uuid16: 0xFCD2): [0x40, 0x01], BluetoothUUID(uuid32: 0x1234_5678): [0xAA, 0xBB],
+        BluetoothUUID(uuid16: 0xFCD2): [0x40, 0x01],
+        BluetoothUUID(uuid32: 0x1234_5678): [0xAA, 0xBB],
       ])
     #expect(fields.manufacturerData == [0x004C: [0x02, 0x15]])
   }
@@ -119,7 +121,10 @@ struct ManagementScanPacketTests {
     #expect(short.serviceData.isEmpty)
     #expect(short.serviceUUIDs == [BluetoothUUID(uuid16: 0x180F)])
     // A list of UUIDs with a byte too many: the whole ones are read.
-    #expect(AdvertisingFields([0x04, 0x02, 0x0F, 0x18, 0x0D]).serviceUUIDs == [BluetoothUUID(uuid16: 0x180F)])
+    #expect(
+      AdvertisingFields([0x04, 0x02, 0x0F, 0x18, 0x0D]).serviceUUIDs == [
+        BluetoothUUID(uuid16: 0x180F)
+      ])
     #expect(AdvertisingFields([]) == AdvertisingFields([0x00]))
   }
 }

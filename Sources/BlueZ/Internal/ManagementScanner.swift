@@ -67,7 +67,8 @@ final class ManagementScanner: Sendable {
   init(maxDevices: Int, deliver: @escaping @Sendable ([CentralEvent]) -> Void)
     throws(CentralError)
   {
-    let fd = try ManagementSocket.open(purpose: "scanning through the kernel (bluetooth.scan_method: management)")
+    let fd = try ManagementSocket.open(
+      purpose: "scanning through the kernel (bluetooth.scan_method: management)")
     do {
       reader = try DatagramReader(name: "gatt2mqtt-mgmt", maxDatagram: 2048)
     } catch {
@@ -224,7 +225,8 @@ final class ManagementScanner: Sendable {
   /// Resumes the first waiter for this command, if any still waits.
   private func answer(index: UInt16, opcode: UInt16, status: UInt8?) {
     let waiter = state.withLock { state -> Waiter? in
-      guard let position = state.waiters.firstIndex(where: { $0.index == index && $0.opcode == opcode })
+      guard
+        let position = state.waiters.firstIndex(where: { $0.index == index && $0.opcode == opcode })
       else { return nil }
       return state.waiters.remove(at: position)
     }
@@ -266,7 +268,8 @@ final class ManagementScanner: Sendable {
 
   /// Starts discovery again after ``restartDelay`` if it is still wanted then.
   private func restartLater(_ index: UInt16) {
-    let delay = Double(Self.restartDelay.components.attoseconds) / 1e18
+    let delay =
+      Double(Self.restartDelay.components.attoseconds) / 1e18
       + Double(Self.restartDelay.components.seconds)
     DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
       guard let self else { return }
