@@ -105,6 +105,7 @@ extension BlueZCentral {
   /// - Parameters:
   ///   - id: The adapter.
   ///   - throughBluetoothd: Stop bluetoothd's discovery even while the kernel's runs.
+  /// - Throws: ``CentralError`` for what bluetoothd refused.
   func stopCall(_ id: String, throughBluetoothd: Bool = false) async throws(CentralError) {
     if !throughBluetoothd, await stopKernelDiscovery(id) { return }
     do {
