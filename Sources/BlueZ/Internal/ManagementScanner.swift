@@ -18,8 +18,8 @@ import Synchronization
 /// (`channels/bluez.py`), though it still scans through bluetoothd.
 ///
 /// LE discovery ends by itself (the kernel's 10.24-s LE discovery timeout): when the kernel
-/// reports it stopped on a controller that is still wanted, the scanner starts it again after
-/// ``restartDelay``. The kernel runs one discovery per controller: while another client's runs
+/// reports it stopped on a controller that is still wanted, the scanner starts it again at once
+/// (see ``restartSpacing``). The kernel runs one discovery per controller: while another client's runs
 /// (bluetoothd's), its reports reach this socket too.
 ///
 /// Needs `CAP_NET_ADMIN`: without it the kernel refuses the commands (``start(index:filter:)``
@@ -42,15 +42,18 @@ final class ManagementScanner: Sendable {
     var nextWaiter: UInt64 = 0
     /// Discovery starts the scanner made after the kernel ended one.
     var restarts = 0
+    /// When the last of them was made.
+    var lastRestart: ContinuousClock.Instant?
     /// Controllers whose discovery is paused (``pause(index:)``): reports still count, the
     /// scanner does not start it again.
     var paused: Set<UInt16> = []
     var closed = false
   }
 
-  /// How long after the kernel ended discovery the scanner starts it again: the kernel also
-  /// ends discovery to make a connection, which a new discovery at once would disturb.
-  static let restartDelay: Duration = .milliseconds(500)
+  /// The kernel ends LE discovery after 10.24 s, and when it makes a connection: the scanner
+  /// starts it again at once (every advertisement in between would be lost), but not twice
+  /// within this time — a discovery that keeps ending at once is started again this long after.
+  static let restartSpacing: Duration = .seconds(1)
 
   private let fd: Int32
   private let reader: DatagramReader
@@ -266,27 +269,39 @@ final class ManagementScanner: Sendable {
     for index in ended { restartLater(index) }
   }
 
-  /// Starts discovery again after ``restartDelay`` if it is still wanted then.
+  /// Starts discovery again if it is still wanted: at once, or ``restartSpacing`` after the
+  /// last restart when that was less than that ago.
   private func restartLater(_ index: UInt16) {
-    let delay =
-      Double(Self.restartDelay.components.attoseconds) / 1e18
-      + Double(Self.restartDelay.components.seconds)
-    DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
-      guard let self else { return }
-      let wanted = state.withLock { state in
-        guard !state.closed, state.wanted[index] != nil, !state.paused.contains(index) else {
-          return false
-        }
-        state.restarts += 1
-        return true
-      }
-      guard wanted else { return }
-      // The answer is read like any other; a refusal (not powered, busy) is left to the
-      // central: it starts discovery again when the adapter powers on, its watchdog when
-      // reports stop.
-      let packet = ManagementPacket.startDiscovery(index: index)
-      _ = packet.withUnsafeBytes { send(self.fd, $0.baseAddress, $0.count, 0) }
+    let now = ContinuousClock.now
+    let soon = state.withLock { state in
+      state.lastRestart.map { now - $0 < Self.restartSpacing } ?? false
     }
+    guard soon else {
+      restart(index)
+      return
+    }
+    let spacing = Self.restartSpacing.components
+    let delay = Double(spacing.seconds) + Double(spacing.attoseconds) / 1e18
+    DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
+      self?.restart(index)
+    }
+  }
+
+  private func restart(_ index: UInt16) {
+    let wanted = state.withLock { state in
+      guard !state.closed, state.wanted[index] != nil, !state.paused.contains(index) else {
+        return false
+      }
+      state.restarts += 1
+      state.lastRestart = ContinuousClock.now
+      return true
+    }
+    guard wanted else { return }
+    // The answer is read like any other; a refusal (not powered, busy) is left to the
+    // central: it starts discovery again when the adapter powers on, its watchdog when
+    // reports stop.
+    let packet = ManagementPacket.startDiscovery(index: index)
+    _ = packet.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
   }
 
   private func socketEnded() {

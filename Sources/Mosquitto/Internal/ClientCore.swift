@@ -185,8 +185,8 @@ final class ClientCore: @unchecked Sendable {
     let (carriedOut, wakeLoop) = loopLock.withLock { _ in
       guard !session.isStopped else { return (false, false) }
       let before = (phase: session.phase, wantsWrite: handle.wantsWrite)
-      drainInbox()
       let t = now()
+      drainInbox(now: t)
       for command in commands { session.execute(command, now: t, on: &handle) }
       settle()
       // The loop thread polls with what it knew before: wake it when that changed.
@@ -235,7 +235,7 @@ final class ClientCore: @unchecked Sendable {
   /// With the loop's lock held: carries out what waits in the mailbox, lets the session act
   /// on the time, and says what to poll for next (`nil` once the session has stopped).
   private func step(now t: Double) -> PollPlan? {
-    drainInbox()
+    drainInbox(now: t)
     session.tick(now: t, on: &handle)
     settle()
     guard !session.isStopped else { return nil }
@@ -366,9 +366,10 @@ final class ClientCore: @unchecked Sendable {
 
   // MARK: commands
 
-  /// Carries out the mailbox's commands (with the loop's lock held).
-  private func drainInbox() {
-    let t = now()
+  /// Carries out the mailbox's commands (with the loop's lock held), at the time the caller
+  /// read (one clock reading per wake-up or hand-off: where the clock is slow to read, as in
+  /// the lab's emulated machine, each costs a system call).
+  private func drainInbox(now t: Double) {
     for command in mailbox.take() { session.execute(command, now: t, on: &handle) }
   }
 
