@@ -94,7 +94,8 @@ struct ConfigurationDefaultsTests {
 
   @Test func knownKeysListEveryKeyWithItsType() {
     let keys = ConfigurationLoader.knownKeys
-    #expect(keys.count == 91)
+    #expect(keys.count == 92)
+    #expect(keys["bluetooth.scan_method"] == .choice(["dbus", "management"]))
     #expect(keys["bluetooth.connect.exclude"] == .list(.bluetoothAddress))
     #expect(keys["bluetooth.names"] == .list(.nameRule))
     #expect(keys["fleet.ownership.enabled"] == .boolean)

@@ -266,7 +266,8 @@ enum ConfigurationFixture {
     gateway: .init(id: "kitchen-1", healthInterval: 15),
     log: .init(level: .debug),
     bluetooth: .init(
-      radio: .none, adapter: "hci1", simulation: "/etc/gatt2mqtt/world.yaml", scanOnStart: false,
+      radio: .none, scanMethod: .management, adapter: "hci1",
+      simulation: "/etc/gatt2mqtt/world.yaml", scanOnStart: false,
       minRSSI: -95,
       advertisementInterval: 30, advertisementMinInterval: 2, offlineAfter: 120,
       forgetAfter: 3600, maxDevices: 50, decode: false,
@@ -315,7 +316,7 @@ enum ConfigurationFixture {
     "mqtt.inbound.max_request_bytes": "4096", "mqtt.inbound.buffer_bytes": "1048576",
     "mqtt.response_topic_prefix": "home/replies",
     "gateway.id": "kitchen-1", "gateway.health_interval": "15", "log.level": "debug",
-    "bluetooth.radio": "none", "bluetooth.adapter": "hci1",
+    "bluetooth.radio": "none", "bluetooth.scan_method": "management", "bluetooth.adapter": "hci1",
     "bluetooth.simulation": "/etc/gatt2mqtt/world.yaml", "bluetooth.scan_on_start": "false",
     "bluetooth.min_rssi": "-95",
     "bluetooth.filter.uuids": "180f,0x2a37,0000feaa,0000180d-0000-1000-8000-00805f9b34fb",

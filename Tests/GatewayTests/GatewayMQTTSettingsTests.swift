@@ -99,4 +99,12 @@ struct GatewayMQTTSettingsTests {
     configuration.bluetooth.maxDevices = 20_000
     #expect(BlueZCentralConfiguration(gateway: configuration).maxDevices == 20_000)
   }
+
+  @Test("bluetooth.scan_method reaches the BlueZ central; dbus by default")
+  func blueZScanMethod() {
+    var configuration = GatewayConfiguration()
+    #expect(BlueZCentralConfiguration(gateway: configuration).scanMethod == .dbus)
+    configuration.bluetooth.scanMethod = .management
+    #expect(BlueZCentralConfiguration(gateway: configuration).scanMethod == .management)
+  }
 }
