@@ -67,11 +67,25 @@ final class ManagementScanner: Sendable {
   ///   - deliver: Receives the device events of each batch of reports, on the reader thread.
   /// - Throws: ``CentralError`` as ``ManagementSocket/open(purpose:)``, or `bluez_error` when
   ///   the reader thread cannot start.
-  init(maxDevices: Int, deliver: @escaping @Sendable ([CentralEvent]) -> Void)
+  convenience init(maxDevices: Int, deliver: @escaping @Sendable ([CentralEvent]) -> Void)
     throws(CentralError)
   {
     let fd = try ManagementSocket.open(
       purpose: "scanning through the kernel (bluetooth.scan_method: management)")
+    try self.init(socket: fd, maxDevices: maxDevices, deliver: deliver)
+  }
+
+  /// Reads and writes management packets on `fd` (a control-channel socket; tests pass one end
+  /// of a socket pair and play the kernel on the other).
+  ///
+  /// - Parameters:
+  ///   - fd: The socket; the scanner owns it from now on.
+  ///   - maxDevices: The most devices whose reports are kept.
+  ///   - deliver: Receives the device events of each batch of reports, on the reader thread.
+  /// - Throws: ``CentralError`` `bluez_error` when the reader thread cannot start.
+  init(socket fd: Int32, maxDevices: Int, deliver: @escaping @Sendable ([CentralEvent]) -> Void)
+    throws(CentralError)
+  {
     do {
       reader = try DatagramReader(name: "gatt2mqtt-mgmt", maxDatagram: 2048)
     } catch {

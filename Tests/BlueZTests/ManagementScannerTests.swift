@@ -1,0 +1,217 @@
+import BridgeCore
+import Glibc
+import Synchronization
+import Testing
+
+@testable import BlueZ
+
+/// The test's end of a socket pair, playing the kernel's control channel.
+final class FakeKernel: Sendable {
+  let fd: Int32
+  let scannerEnd: Int32
+
+  init() throws {
+    var fds: [Int32] = [0, 0]
+    guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &fds) == 0 else {
+      throw CentralError(.bluezError, message: "socketpair failed")
+    }
+    fd = fds[0]
+    scannerEnd = fds[1]
+  }
+
+  deinit { close(fd) }
+
+  /// The next packet the scanner wrote, or `nil` after `timeout` seconds (polled without
+  /// blocking a thread of the cooperative pool, which the scanner's callers need).
+  func read(timeout: Double = 5) async -> [UInt8]? {
+    let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1000))
+    var buffer = [UInt8](repeating: 0, count: 512)
+    while ContinuousClock.now < deadline {
+      let count = buffer.withUnsafeMutableBytes {
+        recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
+      }
+      if count > 0 { return Array(buffer[..<count]) }
+      try? await Task.sleep(for: .milliseconds(5))
+    }
+    return nil
+  }
+
+  func write(_ packet: [UInt8]) {
+    _ = packet.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+  }
+
+  /// A Command Complete for `opcode` on controller `index`.
+  func answer(_ opcode: UInt16, status: UInt8, index: UInt8 = 0) {
+    write([
+      0x01, 0x00, index, 0x00, 0x04, 0x00, UInt8(opcode & 0xFF), UInt8(opcode >> 8), status, 0x06,
+    ])
+  }
+
+  /// A Discovering event.
+  func discovering(_ on: Bool, index: UInt8 = 0) {
+    write([0x13, 0x00, index, 0x00, 0x02, 0x00, 0x06, on ? 1 : 0])
+  }
+}
+
+/// What the scanner delivered.
+final class Delivered: Sendable {
+  let events = Mutex<[CentralEvent]>([])
+  var sink: @Sendable ([CentralEvent]) -> Void {
+    { batch in self.events.withLock { $0 += batch } }
+  }
+  var all: [CentralEvent] { events.withLock { $0 } }
+}
+
+@Suite(
+  "The management scanner against a fake kernel (a socket pair)", .serialized,
+  .timeLimit(.minutes(1)))
+struct ManagementScannerTests {
+  let kernel: FakeKernel
+  let delivered = Delivered()
+  let scanner: ManagementScanner
+
+  init() throws {
+    kernel = try FakeKernel()
+    scanner = try ManagementScanner(
+      socket: kernel.scannerEnd, maxDevices: 100, deliver: delivered.sink)
+  }
+
+  /// Starts discovery on controller 0, answering as the kernel.
+  func started() async throws {
+    async let start: Void = scanner.start(index: 0, filter: DiscoveryFilter())
+    #expect(await kernel.read() == ManagementPacket.startDiscovery(index: 0))
+    kernel.answer(ManagementPacket.startDiscovery, status: 0)
+    try await start
+    #expect(scanner.isScanning(index: 0))
+  }
+
+  /// Runs a scanner call in a task; its value is the error it threw, if any.
+  func outcome(_ body: @escaping @Sendable () async throws(CentralError) -> Void)
+    -> Task<CentralError?, Never>
+  {
+    Task {
+      do throws(CentralError) {
+        try await body()
+        return nil
+      } catch {
+        return error
+      }
+    }
+  }
+
+  func eventually(_ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .seconds(5)
+    while !condition() && ContinuousClock.now < deadline {
+      try? await Task.sleep(for: .milliseconds(10))
+    }
+    return condition()
+  }
+
+  @Test func startWaitsForTheKernelAndBusyIsNoError() async throws {
+    try await started()
+    // Another client's discovery runs: its reports arrive all the same.
+    async let again: Void = scanner.start(index: 0, filter: DiscoveryFilter())
+    #expect(await kernel.read() == ManagementPacket.startDiscovery(index: 0))
+    kernel.answer(ManagementPacket.startDiscovery, status: ManagementPacket.Status.busy)
+    try await again
+    scanner.close()
+  }
+
+  @Test func aRefusalIsThrownWithWhatToDo() async throws {
+    let scanner = self.scanner
+    let start = outcome { () async throws(CentralError) in
+      try await scanner.start(index: 0, filter: DiscoveryFilter())
+    }
+    #expect(await kernel.read() == ManagementPacket.startDiscovery(index: 0))
+    kernel.answer(ManagementPacket.startDiscovery, status: ManagementPacket.Status.permissionDenied)
+    #expect(await start.value?.code == .notPermitted)
+    let powered = outcome { () async throws(CentralError) in
+      try await scanner.start(index: 0, filter: DiscoveryFilter())
+    }
+    _ = await kernel.read()
+    kernel.answer(ManagementPacket.startDiscovery, status: ManagementPacket.Status.notPowered)
+    #expect(await powered.value?.code == .poweredOff)
+    #expect(!scanner.isScanning(index: 0))
+    #expect(ManagementScanner.error(0x14, index: 0).code == .notPermitted)
+    #expect(ManagementScanner.error(0x14, index: 0).message.contains("CAP_NET_ADMIN"))
+    #expect(ManagementScanner.error(nil, index: 2).code == .timeout)
+    scanner.close()
+  }
+
+  @Test func reportsOfAScannedControllerBecomeEvents() async throws {
+    try await started()
+    let data: [UInt8] = [0x02, 0x01, 0x06, 0x05, 0xFF, 0x4C, 0x00, 0x02, 0x15]
+    kernel.write(deviceFound(rssi: -61, data: data))
+    kernel.write(deviceFound(rssi: -62, data: data, index: 1))  // a controller not scanned
+    kernel.write(deviceFound(rssi: -63, data: data))
+    #expect(await eventually { delivered.all.count >= 2 })
+    let address = try BluetoothAddress("A4:C1:38:1E:29:DF")
+    let advertisement = Advertisement(
+      address: address, rssi: -61, manufacturerData: [0x004C: [0x02, 0x15]])
+    var second = advertisement
+    second.rssi = -63
+    #expect(delivered.all == [.deviceAppeared(advertisement), .deviceUpdated(second)])
+    #expect(scanner.lastReport(index: 0) != nil)
+    #expect(scanner.lastReport(index: 1) == nil)
+    scanner.close()
+  }
+
+  @Test func discoveryTheKernelEndedIsStartedAgainAtOnceThenSpaced() async throws {
+    try await started()
+    kernel.discovering(false)
+    #expect(await kernel.read(timeout: 0.5) == ManagementPacket.startDiscovery(index: 0))
+    kernel.answer(ManagementPacket.startDiscovery, status: 0)
+    // Ending again at once: started again a second later, not in a loop.
+    let ended = ContinuousClock.now
+    kernel.discovering(false)
+    #expect(await kernel.read(timeout: 3) == ManagementPacket.startDiscovery(index: 0))
+    #expect(ContinuousClock.now - ended >= .milliseconds(900))
+    #expect(scanner.restarts == 2)
+    // Another controller's end starts nothing.
+    kernel.discovering(false, index: 1)
+    #expect(await kernel.read(timeout: 0.3) == nil)
+    scanner.close()
+  }
+
+  @Test func aPausedOrStoppedDiscoveryIsNotStartedAgain() async throws {
+    try await started()
+    async let paused = scanner.pause(index: 0)
+    #expect(await kernel.read() == ManagementPacket.stopDiscovery(index: 0))
+    kernel.answer(ManagementPacket.stopDiscovery, status: 0)
+    #expect(await paused)
+    kernel.discovering(false)
+    #expect(await kernel.read(timeout: 1.5) == nil)
+    // Reports of the discovery that runs meanwhile (bluetoothd's) still count.
+    kernel.write(deviceFound(data: []))
+    #expect(await eventually { delivered.all.count == 1 })
+    async let resumed: Void = scanner.resume(index: 0)
+    #expect(await kernel.read() == ManagementPacket.startDiscovery(index: 0))
+    kernel.answer(ManagementPacket.startDiscovery, status: 0)
+    await resumed
+
+    async let stopped: Void = scanner.stop(index: 0)
+    #expect(await kernel.read() == ManagementPacket.stopDiscovery(index: 0))
+    kernel.answer(ManagementPacket.stopDiscovery, status: 0)
+    await stopped
+    #expect(!scanner.isScanning(index: 0))
+    kernel.discovering(false)
+    #expect(await kernel.read(timeout: 1.5) == nil)
+    // Not scanning: no stop is sent, and reports are not delivered.
+    await scanner.stop(index: 0)
+    #expect(await kernel.read(timeout: 0.3) == nil)
+    kernel.write(deviceFound(data: []))
+    try await Task.sleep(for: .milliseconds(200))
+    #expect(delivered.all.count == 1)
+    scanner.close()
+  }
+
+  @Test func closingAnswersWhatWaits() async throws {
+    let scanner = self.scanner
+    let start = outcome { () async throws(CentralError) in
+      try await scanner.start(index: 0, filter: DiscoveryFilter())
+    }
+    #expect(await kernel.read() == ManagementPacket.startDiscovery(index: 0))
+    scanner.close()
+    #expect(await start.value?.code == .timeout)
+  }
+}
