@@ -20,12 +20,20 @@ extension BlueZCentral: GATTCentral {
   ///   ``CentralError`` mapping of `org.bluez.Error.Failed` reasons. ``CentralError/detail``
   ///   holds the D-Bus error name.
   public func connect(_ address: BluetoothAddress, timeout: Double) async throws(CentralError) {
-    let (connection, owner) = try requireStack()
+    var (connection, owner) = try requireStack()
+    var timeout = timeout
     let device: BlueZDevice
     if let known = model.device(address: address) {
       device = known
     } else if scansThroughKernel {
+      let started = clock.now
       device = try await learnDevice(address, timeout: timeout)
+      // Learning took part of the time, and bluetoothd may have gone meanwhile.
+      timeout = max(1, timeout - (clock.now - started).seconds)
+      (connection, owner) = try requireStack()
+      guard model.device(address: address)?.path == device.path else {
+        throw CentralError(.notFound, message: "BlueZ forgot \(address) meanwhile")
+      }
     } else {
       throw CentralError(.notFound, message: "BlueZ does not know \(address)")
     }

@@ -53,7 +53,7 @@ extension BlueZCentral {
       return true
     } catch {
       switch error.code {
-      case .notPermitted, .unavailable, .timeout:
+      case .notPermitted, .unavailable:
         refuseKernelScanning(error)
         return false
       default:
@@ -87,9 +87,9 @@ extension BlueZCentral {
 
   /// Stops every discovery started through the kernel and closes its socket (at the end of
   /// ``run()``).
-  func closeScanner() async {
+  func closeScanner() {
     guard let scanner else { return }
-    for id in sessions.keys.sorted() { _ = await stopKernelDiscovery(id) }
+    scanner.stopAll()
     scanner.close()
     self.scanner = nil
   }
@@ -112,8 +112,8 @@ extension BlueZCentral {
   ///   - address: The device.
   ///   - timeout: The connection's timeout in seconds.
   /// - Returns: The device as bluetoothd now knows it.
-  /// - Throws: ``CentralError`` `not_found` when bluetoothd did not see the device (it makes
-  ///   objects only for devices advertising as discoverable), or what starting discovery threw.
+  /// - Throws: ``CentralError`` `not_found` when bluetoothd did not see the device in time,
+  ///   `aborted` when the task was cancelled, or what starting discovery threw.
   func learnDevice(_ address: BluetoothAddress, timeout: Double) async throws(CentralError)
     -> BlueZDevice
   {
@@ -140,7 +140,7 @@ extension BlueZCentral {
       _ = try await adapterCall(
         id, BlueZNames.adapter, "StartDiscovery", [], operation: "StartDiscovery")
       let deadline = clock.now + .milliseconds(Int64(min(timeout, Self.learnLimit) * 1000))
-      while learnt == nil, clock.now < deadline {
+      while learnt == nil, clock.now < deadline, !Task.isCancelled {
         try? await Task.sleep(for: .milliseconds(50))
         learnt = model.device(address: address)
       }
@@ -151,10 +151,13 @@ extension BlueZCentral {
     }
     if paused, let index { await scanner?.resume(index: index) }
     guard let learnt else {
+      if Task.isCancelled {
+        throw CentralError(.aborted, message: "the connection attempt to \(address) was cancelled")
+      }
       throw CentralError(
         .notFound,
         message:
-          "bluetoothd did not see \(address) within \(min(timeout, Self.learnLimit)) s (it learns only devices that advertise as discoverable)"
+          "bluetoothd did not see \(address) within \(min(timeout, Self.learnLimit)) s of its own discovery"
       )
     }
     return learnt

@@ -21,7 +21,7 @@ extension BlueZCentral: BlueZSessionClient {
       }
       await group.waitForAll()
     }
-    await closeScanner()
+    closeScanner()
     startupSettled = true
     dropStack()
     hub.finish()
@@ -86,6 +86,9 @@ extension BlueZCentral: BlueZSessionClient {
     sessions = [:]
     watchdogs = [:]
     relearning = []
+    // The kernel's discovery belongs to the stack's sessions: stopped with them (the central
+    // starts it again when asked, as bluetoothd's).
+    scanner?.stopAll()
     scanner?.forgetDevices()
     releaseAcquired(address: nil)
     if announced {

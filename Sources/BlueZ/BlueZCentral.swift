@@ -14,8 +14,10 @@ import LoopSupport
 /// gets a new owner (bluetoothd restarted) or the connection was reopened. Run the central as a
 /// long-running service (``run()``, e.g. as a swift-service-lifecycle `Service`).
 ///
-/// Events (``attach(_:)``) reach their sinks on this actor, one batch per BlueZ signal, with no
-/// buffer in between; every adapter and device event carries the full current state.
+/// Events (``attach(_:)``) reach their sinks with no buffer in between, one batch per BlueZ
+/// signal on this actor, notifications of acquired sockets on the notification reader's thread,
+/// and with ``BlueZCentralConfiguration/ScanMethod/management`` advertisements on the management
+/// scanner's thread; every adapter and device event carries the full current state.
 ///
 /// - Important: All state lives in this actor; BlueZ calls run concurrently with signal handling
 ///   (actor reentrancy), and discovery operations on one adapter are serialised.
@@ -197,6 +199,7 @@ public actor BlueZCentral: BLECentral {
       case .adapterRemoved(let id):
         sessions[id] = nil
         watchdogs[id] = nil
+        if let index = ManagementPacket.index(of: id) { scanner?.stopAll(only: index) }
       case .connectionChanged(let address, connected: false), .deviceRemoved(let address):
         // The values the device's sockets still hold go out before the disconnection.
         releaseAcquired(address: address)
@@ -226,7 +229,7 @@ public actor BlueZCentral: BLECentral {
   func withKernelDiscovery(_ info: AdapterInfo) -> AdapterInfo {
     guard scansThroughKernel, let index = ManagementPacket.index(of: info.id) else { return info }
     var info = info
-    info.discovering = scanner?.isScanning(index: index) ?? false
+    info.discovering = info.powered && scanner?.isScanning(index: index) == true
     return info
   }
 

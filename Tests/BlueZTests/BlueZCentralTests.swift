@@ -162,7 +162,7 @@ struct BlueZCentralTests {
     "scan_method management without the kernel's management interface falls back to bluetoothd",
     .enabled(
       if: kernelHasNoBluetooth,
-      "this kernel has Bluetooth: the kernel path is exercised in the lab (central-kernel-scan)"))
+      "this kernel has Bluetooth: the kernel path is exercised in the lab (gateway-kernel-scan)"))
   func kernelScanningFallsBack() async throws {
     try await PrivateBus.with { bus in
       let fake = try await FakeBlueZ.start(on: bus)

@@ -108,12 +108,95 @@ struct ManagementScannerTests {
   }
 
   @Test func startWaitsForTheKernelAndBusyIsNoError() async throws {
-    try await started()
-    // Another client's discovery runs: its reports arrive all the same.
-    async let again: Void = scanner.start(index: 0, filter: DiscoveryFilter())
+    let scanner = self.scanner
+    let finished = Mutex(false)
+    let start = outcome { () async throws(CentralError) in
+      try await scanner.start(index: 0, filter: DiscoveryFilter())
+      finished.withLock { $0 = true }
+    }
+    #expect(await kernel.read() == ManagementPacket.startDiscovery(index: 0))
+    try await Task.sleep(for: .milliseconds(200))
+    #expect(!finished.withLock { $0 }, "start returned before the kernel answered")
+    kernel.answer(ManagementPacket.startDiscovery, status: 0)
+    #expect(await start.value == nil)
+    #expect(finished.withLock { $0 })
+    scanner.close()
+  }
+
+  @Test func aBorrowedDiscoveryIsNeverStopped() async throws {
+    // Another client's discovery runs (Busy): its reports arrive all the same...
+    async let start: Void = scanner.start(index: 0, filter: DiscoveryFilter())
     #expect(await kernel.read() == ManagementPacket.startDiscovery(index: 0))
     kernel.answer(ManagementPacket.startDiscovery, status: ManagementPacket.Status.busy)
-    try await again
+    try await start
+    kernel.write(deviceFound(data: []))
+    #expect(await eventually { delivered.all.count == 1 })
+    // ...and stopping or pausing does not stop it for that client.
+    #expect(await scanner.pause(index: 0))
+    #expect(await kernel.read(timeout: 0.3) == nil)
+    await scanner.stop(index: 0)
+    #expect(await kernel.read(timeout: 0.3) == nil)
+    // When it ends, the scanner's own starts (then the scanner's, stopped on request).
+    try await started()
+    kernel.discovering(false)
+    #expect(await kernel.read(timeout: 1) == ManagementPacket.startDiscovery(index: 0))
+    kernel.answer(ManagementPacket.startDiscovery, status: 0)
+    try await Task.sleep(for: .milliseconds(100))
+    async let stopped: Void = scanner.stop(index: 0)
+    #expect(await kernel.read() == ManagementPacket.stopDiscovery(index: 0))
+    kernel.answer(ManagementPacket.stopDiscovery, status: 0)
+    await stopped
+    scanner.close()
+  }
+
+  @Test func twoControllersEndingTogetherBothStartAgainAtOnce() async throws {
+    try await started()
+    async let second: Void = scanner.start(index: 1, filter: DiscoveryFilter())
+    #expect(await kernel.read() == ManagementPacket.startDiscovery(index: 1))
+    kernel.answer(ManagementPacket.startDiscovery, status: 0, index: 1)
+    try await second
+    let ended = ContinuousClock.now
+    kernel.discovering(false)
+    kernel.discovering(false, index: 1)
+    let restarted = [await kernel.read(timeout: 0.5), await kernel.read(timeout: 0.5)]
+    #expect(
+      Set(restarted.compactMap { $0 })
+        == [ManagementPacket.startDiscovery(index: 0), ManagementPacket.startDiscovery(index: 1)])
+    #expect(ContinuousClock.now - ended < .milliseconds(800))
+    scanner.close()
+  }
+
+  @Test func aRefusedRestartIsTriedAgainSpaced() async throws {
+    try await started()
+    kernel.discovering(false)
+    #expect(await kernel.read(timeout: 0.5) == ManagementPacket.startDiscovery(index: 0))
+    let refused = ContinuousClock.now
+    kernel.answer(ManagementPacket.startDiscovery, status: 0x03)  // Failed
+    #expect(await kernel.read(timeout: 3) == ManagementPacket.startDiscovery(index: 0))
+    #expect(ContinuousClock.now - refused >= .milliseconds(900))
+    kernel.answer(ManagementPacket.startDiscovery, status: 0)
+    // Not powered: left to the central (it starts discovery again when the adapter powers on).
+    kernel.discovering(false)
+    _ = await kernel.read(timeout: 1.5)
+    kernel.answer(ManagementPacket.startDiscovery, status: ManagementPacket.Status.notPowered)
+    #expect(await kernel.read(timeout: 1.5) == nil)
+    scanner.close()
+  }
+
+  @Test func eachAnswerReachesTheCommandItAnswers() async throws {
+    try await started()
+    // The scanner's own restart is answered after a caller's start was sent: the first answer
+    // (a refusal) is the restart's, the second (success) the caller's.
+    kernel.discovering(false)
+    #expect(await kernel.read(timeout: 0.5) == ManagementPacket.startDiscovery(index: 0))
+    let scanner = self.scanner
+    let start = outcome { () async throws(CentralError) in
+      try await scanner.start(index: 0, filter: DiscoveryFilter(rssiFloor: -80))
+    }
+    #expect(await kernel.read() == ManagementPacket.startDiscovery(index: 0))
+    kernel.answer(ManagementPacket.startDiscovery, status: 0x03)
+    kernel.answer(ManagementPacket.startDiscovery, status: 0)
+    #expect(await start.value == nil)
     scanner.close()
   }
 

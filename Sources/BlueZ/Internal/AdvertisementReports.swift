@@ -80,7 +80,7 @@ struct AdvertisementReports: Sendable {
     return first ? .deviceAppeared(device.advertisement) : .deviceUpdated(device.advertisement)
   }
 
-  /// Forgets every device (the stack was lost, or scanning stopped).
+  /// Forgets every device (the stack was lost).
   mutating func removeAll() {
     devices.removeAll()
   }

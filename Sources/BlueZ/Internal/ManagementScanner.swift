@@ -19,41 +19,63 @@ import Synchronization
 ///
 /// LE discovery ends by itself (the kernel's 10.24-s LE discovery timeout): when the kernel
 /// reports it stopped on a controller that is still wanted, the scanner starts it again at once
-/// (see ``restartSpacing``). The kernel runs one discovery per controller: while another client's runs
-/// (bluetoothd's), its reports reach this socket too.
+/// (see ``restartSpacing``), and again after a refusal. The kernel runs one discovery per
+/// controller: while another client's runs (bluetoothd's), a start is answered Busy, the scanner
+/// *borrows* that discovery (its reports reach this socket too) and never stops it.
 ///
 /// Needs `CAP_NET_ADMIN`: without it the kernel refuses the commands (``start(index:filter:)``
 /// throws `not_permitted`) and sends no events.
 final class ManagementScanner: Sendable {
-  private struct Waiter {
-    let id: UInt64
+  /// A command whose answer is still owed, in the order the commands were sent: the kernel
+  /// answers one control socket's commands in order.
+  private enum Owed {
+    /// A caller waits (``command(_:index:)``); it may have given up meanwhile.
+    case caller(UInt64)
+    /// A start the scanner made by itself (``restart(_:)``).
+    case restart
+    /// Nobody waits (``stopAll()``).
+    case ignored
+  }
+
+  private struct Key: Hashable {
     let index: UInt16
     let opcode: UInt16
-    let continuation: CheckedContinuation<UInt8?, Never>
   }
 
   private struct State {
     var reports: AdvertisementReports
     /// The controllers to keep discovering on, with the filter for their reports.
     var wanted: [UInt16: DiscoveryFilter] = [:]
-    /// When a report of each controller was last read.
-    var lastReport: [UInt16: ContinuousClock.Instant] = [:]
-    var waiters: [Waiter] = []
-    var nextWaiter: UInt64 = 0
-    /// Discovery starts the scanner made after the kernel ended one.
-    var restarts = 0
-    /// When the last of them was made.
-    var lastRestart: ContinuousClock.Instant?
+    /// The controllers where the running discovery is the scanner's own (not borrowed from
+    /// another client, which it must not stop).
+    var owned: Set<UInt16> = []
     /// Controllers whose discovery is paused (``pause(index:)``): reports still count, the
     /// scanner does not start it again.
     var paused: Set<UInt16> = []
+    /// When a report of each controller was last read.
+    var lastReport: [UInt16: ContinuousClock.Instant] = [:]
+    /// Answers owed, by command, oldest first, with when the command was sent.
+    var owed: [Key: [(Owed, ContinuousClock.Instant)]] = [:]
+    /// Callers waiting for an answer.
+    var callers: [UInt64: CheckedContinuation<UInt8?, Never>] = [:]
+    var nextCaller: UInt64 = 0
+    /// Discovery starts the scanner made by itself.
+    var restarts = 0
+    /// When the last of them was made, by controller.
+    var lastRestart: [UInt16: ContinuousClock.Instant] = [:]
     var closed = false
   }
 
   /// The kernel ends LE discovery after 10.24 s, and when it makes a connection: the scanner
   /// starts it again at once (every advertisement in between would be lost), but not twice
-  /// within this time — a discovery that keeps ending at once is started again this long after.
+  /// within this time on one controller — a discovery that keeps ending at once, or a start
+  /// the kernel refused, is started again this long after.
   static let restartSpacing: Duration = .seconds(1)
+  /// How long a caller waits for the kernel's answer.
+  static let answerWait: Duration = .seconds(5)
+  /// An answer owed this long is taken as never coming (the commands after it are matched
+  /// to the answers that do come).
+  static let answerLimit: Duration = .seconds(30)
 
   private let fd: Int32
   private let reader: DatagramReader
@@ -116,6 +138,8 @@ final class ManagementScanner: Sendable {
   func start(index: UInt16, filter: DiscoveryFilter) async throws(CentralError) {
     state.withLock { $0.wanted[index] = filter }
     let status = await command(ManagementPacket.startDiscovery(index: index), index: index)
+    // Whose discovery runs (ours, or a borrowed one) was noted when the answer was read, in
+    // order with the kernel's events.
     switch status {
     case ManagementPacket.Status.success, ManagementPacket.Status.busy:
       return
@@ -125,19 +149,38 @@ final class ManagementScanner: Sendable {
     }
   }
 
-  /// Stops discovery on a controller (not running is no error).
+  /// Stops discovery on a controller: the scanner's own is stopped, a borrowed one only left.
   ///
   /// - Parameter index: The controller.
   func stop(index: UInt16) async {
-    let wanted = state.withLock { state in
+    let owned = state.withLock { state in
       defer {
         state.wanted[index] = nil
         state.paused.remove(index)
+        state.owned.remove(index)
       }
-      return state.wanted[index] != nil
+      return state.owned.contains(index)
     }
-    guard wanted else { return }
+    guard owned else { return }
     _ = await command(ManagementPacket.stopDiscovery(index: index), index: index)
+  }
+
+  /// Stops discovery on every controller (or on `only` that one) without waiting for the
+  /// kernel's answers: the stack or the adapter went away, or the central stops.
+  ///
+  /// - Parameter only: The one controller; `nil` for all.
+  func stopAll(only: UInt16? = nil) {
+    state.withLock { state in
+      let indexes = only.map { [$0] } ?? Array(state.wanted.keys)
+      for index in indexes.sorted() {
+        if state.owned.contains(index) {
+          send(ManagementPacket.stopDiscovery(index: index), index: index, as: .ignored, &state)
+        }
+        state.wanted[index] = nil
+        state.owned.remove(index)
+        state.paused.remove(index)
+      }
+    }
   }
 
   /// Stops discovery on a controller for a while, for another client's (bluetoothd's) to run;
@@ -146,14 +189,13 @@ final class ManagementScanner: Sendable {
   /// - Parameter index: The controller.
   /// - Returns: Whether it was scanning there (then ``resume(index:)`` it).
   func pause(index: UInt16) async -> Bool {
-    let scanning = state.withLock { state in
-      guard state.wanted[index] != nil else { return false }
+    let (scanning, owned) = state.withLock { state in
+      guard state.wanted[index] != nil else { return (false, false) }
       state.paused.insert(index)
-      return true
+      return (true, state.owned.remove(index) != nil)
     }
-    guard scanning else { return false }
-    _ = await command(ManagementPacket.stopDiscovery(index: index), index: index)
-    return true
+    if owned { _ = await command(ManagementPacket.stopDiscovery(index: index), index: index) }
+    return scanning
   }
 
   /// Starts a paused discovery again (a refusal is left to the central's watchdog).
@@ -165,7 +207,10 @@ final class ManagementScanner: Sendable {
       return state.wanted[index] != nil
     }
     guard wanted else { return }
-    _ = await command(ManagementPacket.startDiscovery(index: index), index: index)
+    let status = await command(ManagementPacket.startDiscovery(index: index), index: index)
+    if status != ManagementPacket.Status.success && status != ManagementPacket.Status.busy {
+      restartLater(index, spaced: true)
+    }
   }
 
   /// Whether discovery is wanted on a controller.
@@ -173,12 +218,15 @@ final class ManagementScanner: Sendable {
     state.withLock { $0.wanted[index] != nil }
   }
 
+  /// The controllers discovery is wanted on.
+  var scanningIndexes: [UInt16] { state.withLock { $0.wanted.keys.sorted() } }
+
   /// When a report of the controller was last read, if ever.
   func lastReport(index: UInt16) -> ContinuousClock.Instant? {
     state.withLock { $0.lastReport[index] }
   }
 
-  /// Discovery starts made after the kernel ended one.
+  /// Discovery starts the scanner made by itself.
   var restarts: Int { state.withLock { $0.restarts } }
 
   /// Forgets the devices heard so far (each appears anew at its next report).
@@ -186,75 +234,75 @@ final class ManagementScanner: Sendable {
     state.withLock { $0.reports.removeAll() }
   }
 
-  /// Stops reading and closes the socket (discovery started here is not stopped: call
-  /// ``stop(index:)`` first).
+  /// Stops reading and closes the socket (discovery is not stopped: call ``stopAll()`` first).
   func close() {
-    let waiters = state.withLock { state in
+    let callers = state.withLock { state in
       state.closed = true
       state.wanted = [:]
-      defer { state.waiters = [] }
-      return state.waiters
+      defer { state.callers = [:] }
+      return Array(state.callers.values)
     }
-    for waiter in waiters { waiter.continuation.resume(returning: nil) }
+    for caller in callers { caller.resume(returning: nil) }
     reader.remove(fd)
     reader.stop()
   }
 
   // MARK: commands
 
-  /// Writes a command and waits for the kernel's status (`nil`: no answer within 5 s, or the
-  /// socket failed).
+  /// Writes a command and waits for the kernel's status (`nil`: no answer within
+  /// ``answerWait``, or the socket is closed).
   private func command(_ packet: [UInt8], index: UInt16) async -> UInt8? {
-    let opcode = ManagementPacket.u16(packet, 0)
-    return await withCheckedContinuation { (continuation: CheckedContinuation<UInt8?, Never>) in
+    await withCheckedContinuation { (continuation: CheckedContinuation<UInt8?, Never>) in
       let id = state.withLock { state -> UInt64? in
         guard !state.closed else { return nil }
-        state.nextWaiter += 1
-        state.waiters.append(
-          Waiter(id: state.nextWaiter, index: index, opcode: opcode, continuation: continuation))
-        return state.nextWaiter
+        state.nextCaller += 1
+        let id = state.nextCaller
+        state.callers[id] = continuation
+        guard send(packet, index: index, as: .caller(id), &state) else {
+          state.callers[id] = nil
+          return nil
+        }
+        return id
       }
       guard let id else {
         continuation.resume(returning: nil)
         return
       }
-      let written = packet.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
-      if written < 0 {
-        giveUp(id)
-        return
-      }
-      // An unprivileged socket's commands may go unanswered (write returns 0): time out.
-      DispatchQueue.global().asyncAfter(deadline: .now() + 5) { [weak self] in
+      let wait = Self.answerWait.components
+      DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Int(wait.seconds))) {
+        [weak self] in
         self?.giveUp(id)
       }
     }
   }
 
-  /// Resumes a waiter with no answer, if it still waits.
-  private func giveUp(_ id: UInt64) {
-    let waiter = state.withLock { state -> Waiter? in
-      guard let position = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
-      return state.waiters.remove(at: position)
-    }
-    waiter?.continuation.resume(returning: nil)
+  /// Writes a packet while the state is locked (so no close can come between the check and
+  /// the write, and the owed answers stay in the order of the writes).
+  ///
+  /// - Returns: Whether it was written.
+  @discardableResult
+  private func send(_ packet: [UInt8], index: UInt16, as owed: Owed, _ state: inout State)
+    -> Bool
+  {
+    guard !state.closed else { return false }
+    let written = packet.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, 0) }
+    guard written >= 0 else { return false }
+    let key = Key(index: index, opcode: ManagementPacket.u16(packet, 0))
+    state.owed[key, default: []].append((owed, ContinuousClock.now))
+    return true
   }
 
-  /// Resumes the first waiter for this command, if any still waits.
-  private func answer(index: UInt16, opcode: UInt16, status: UInt8?) {
-    let waiter = state.withLock { state -> Waiter? in
-      guard
-        let position = state.waiters.firstIndex(where: { $0.index == index && $0.opcode == opcode })
-      else { return nil }
-      return state.waiters.remove(at: position)
-    }
-    waiter?.continuation.resume(returning: status)
+  /// Answers a caller with no status, if it still waits (its answer, if it comes, is dropped).
+  private func giveUp(_ id: UInt64) {
+    let caller = state.withLock { $0.callers.removeValue(forKey: id) }
+    caller?.resume(returning: nil)
   }
 
   // MARK: reader thread
 
   private func received(_ packets: [[UInt8]]) {
     var events: [CentralEvent] = []
-    var replies: [(UInt16, UInt16, UInt8)] = []
+    var answers: [(UInt16, Owed, UInt8)] = []
     var ended: [UInt16] = []
     var now: ContinuousClock.Instant?
     state.withLock { state in
@@ -266,29 +314,71 @@ final class ManagementScanner: Sendable {
           state.lastReport[index] = now
           if let event = state.reports.apply(report, filter: filter) { events.append(event) }
         case .discovering(let index, let types, let on):
-          if !on, types & ManagementPacket.leDiscovery != 0, state.wanted[index] != nil,
-            !state.paused.contains(index)
-          {
-            ended.append(index)
+          guard types & ManagementPacket.leDiscovery != 0 else { continue }
+          if !on {
+            state.owned.remove(index)
+            if state.wanted[index] != nil, !state.paused.contains(index) { ended.append(index) }
           }
         case .reply(let index, let opcode, let status):
-          replies.append((index, opcode, status))
+          // In order with the Discovering events of the same batch: whose discovery runs.
+          if opcode == ManagementPacket.startDiscovery {
+            if status == ManagementPacket.Status.success {
+              state.owned.insert(index)
+            } else if status == ManagementPacket.Status.busy {
+              state.owned.remove(index)
+            }
+          }
+          if let owed = Self.takeOwed(Key(index: index, opcode: opcode), &state) {
+            answers.append((index, owed, status))
+          }
         case .other:
           break
         }
       }
     }
     if !events.isEmpty { deliver(events) }
-    for (index, opcode, status) in replies { answer(index: index, opcode: opcode, status: status) }
-    for index in ended { restartLater(index) }
+    for (index, owed, status) in answers { settle(owed, index: index, status: status) }
+    for index in ended { restartLater(index, spaced: false) }
+  }
+
+  /// The oldest answer owed for a command, skipping those owed longer than ``answerLimit``.
+  private static func takeOwed(_ key: Key, _ state: inout State) -> Owed? {
+    let now = ContinuousClock.now
+    while var queue = state.owed[key], !queue.isEmpty {
+      let (owed, sent) = queue.removeFirst()
+      state.owed[key] = queue.isEmpty ? nil : queue
+      if now - sent < answerLimit { return owed }
+    }
+    return nil
+  }
+
+  /// Hands an answer to whoever it is owed to.
+  private func settle(_ owed: Owed, index: UInt16, status: UInt8) {
+    switch owed {
+    case .caller(let id):
+      let caller = state.withLock { $0.callers.removeValue(forKey: id) }
+      caller?.resume(returning: status)
+    case .restart:
+      switch status {
+      case ManagementPacket.Status.success, ManagementPacket.Status.busy,
+        ManagementPacket.Status.notPowered:
+        // Running; or another client's discovery runs (its end brings a restart); or the
+        // central starts discovery again when the adapter powers on.
+        break
+      default:
+        restartLater(index, spaced: true)
+      }
+    case .ignored:
+      break
+    }
   }
 
   /// Starts discovery again if it is still wanted: at once, or ``restartSpacing`` after the
-  /// last restart when that was less than that ago.
-  private func restartLater(_ index: UInt16) {
+  /// controller's last restart when that was less than that ago (always after a refusal).
+  private func restartLater(_ index: UInt16, spaced: Bool) {
     let now = ContinuousClock.now
     let soon = state.withLock { state in
-      state.lastRestart.map { now - $0 < Self.restartSpacing } ?? false
+      spaced || state.lastRestart[index].map { now - $0 < Self.restartSpacing } ?? false
     }
     guard soon else {
       restart(index)
@@ -302,29 +392,24 @@ final class ManagementScanner: Sendable {
   }
 
   private func restart(_ index: UInt16) {
-    let wanted = state.withLock { state in
-      guard !state.closed, state.wanted[index] != nil, !state.paused.contains(index) else {
-        return false
-      }
+    state.withLock { state in
+      guard state.wanted[index] != nil, !state.paused.contains(index),
+        !state.owned.contains(index)
+      else { return }
       state.restarts += 1
-      state.lastRestart = ContinuousClock.now
-      return true
+      state.lastRestart[index] = ContinuousClock.now
+      // The answer is settled like any other (a refusal is tried again, spaced).
+      send(ManagementPacket.startDiscovery(index: index), index: index, as: .restart, &state)
     }
-    guard wanted else { return }
-    // The answer is read like any other; a refusal (not powered, busy) is left to the
-    // central: it starts discovery again when the adapter powers on, its watchdog when
-    // reports stop.
-    let packet = ManagementPacket.startDiscovery(index: index)
-    _ = packet.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
   }
 
   private func socketEnded() {
-    let waiters = state.withLock { state in
+    let callers = state.withLock { state in
       state.closed = true
-      defer { state.waiters = [] }
-      return state.waiters
+      defer { state.callers = [:] }
+      return Array(state.callers.values)
     }
-    for waiter in waiters { waiter.continuation.resume(returning: nil) }
+    for caller in callers { caller.resume(returning: nil) }
   }
 
   /// The error for a refused command.

@@ -21,8 +21,8 @@ extension GatewayConfiguration {
       /// Through the kernel's Bluetooth management socket, as Home Assistant reads
       /// advertisements: no D-Bus message per advertisement; needs `CAP_NET_ADMIN` (falls back
       /// to `dbus` without it). A connection to a device bluetoothd has not seen runs a short
-      /// discovery of bluetoothd's own first. The kernel runs one discovery per controller:
-      /// another client's discovery through bluetoothd is refused while the gateway's runs.
+      /// discovery of bluetoothd's own first. The kernel runs one discovery per controller,
+      /// which the gateway does not share with bluetoothd's other clients.
       case management
     }
 
