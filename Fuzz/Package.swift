@@ -10,6 +10,7 @@ let package = Package(
     .executableTarget(
       name: "gatt2mqtt-fuzz",
       dependencies: [
+        .product(name: "BlueZ", package: "gatt2mqtt"),
         .product(name: "BridgeCore", package: "gatt2mqtt"),
         .product(name: "DBus", package: "gatt2mqtt"),
         .product(name: "Gateway", package: "gatt2mqtt"),

@@ -21,6 +21,7 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
   case "config": FuzzTargets.config(bytes)
   case "dbus": FuzzTargets.dbus(bytes)
   case "adverts": FuzzTargets.adverts(bytes)
+  case "mgmt": FuzzTargets.mgmt(bytes)
   default:
     fatalError("set FUZZ_TARGET to one of: \(FuzzTargets.all.joined(separator: ", "))")
   }

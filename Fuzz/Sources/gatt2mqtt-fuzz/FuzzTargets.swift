@@ -1,3 +1,4 @@
+@_spi(Fuzzing) import BlueZ
 import BridgeCore
 @_spi(Fuzzing) import DBus
 import Foundation
@@ -10,7 +11,7 @@ import SimulatedRadio
 /// is a finding.
 enum FuzzTargets {
   static let all = [
-    "json", "requests", "values", "transfer", "world", "config", "dbus", "adverts",
+    "json", "requests", "values", "transfer", "world", "config", "dbus", "adverts", "mgmt",
   ]
 
   static let gateway = GatewayID("fuzz")
@@ -220,6 +221,24 @@ enum FuzzTargets {
 
   /// D-Bus: arbitrary bytes as a message off the wire; what libdbus accepts becomes values
   /// that pass our own validation's type rules (signatures from the values parse).
+  /// Packets of the kernel's Bluetooth control socket (a length byte, then the packet, each):
+  /// the management scanner's parsing never traps, and every advertisement it makes of Device
+  /// Found reports publishes as JSON that parses.
+  static func mgmt(_ bytes: [UInt8]) {
+    var packets: [[UInt8]] = []
+    var rest = bytes[...]
+    while let length = rest.first {
+      rest = rest.dropFirst()
+      packets.append(Array(rest.prefix(Int(length))))
+      rest = rest.dropFirst(Int(length))
+    }
+    for advertisement in ManagementFuzzing.advertisements(packets) {
+      let payload = advertisement.jsonBytes(
+        gateway: gateway, time: 1, decoded: AdvertisementDecoder.decode(advertisement))
+      precondition((try? JSONValue.parse(payload)) != nil, "advertisement JSON does not parse")
+    }
+  }
+
   static func dbus(_ bytes: [UInt8]) {
     guard let values = DBusFuzzing.decodeMessage(bytes) else { return }
     for value in values {
