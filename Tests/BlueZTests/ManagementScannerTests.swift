@@ -123,6 +123,22 @@ struct ManagementScannerTests {
     scanner.close()
   }
 
+  @Test func aNewFilterForARunningDiscoveryNeedsNoCommand() async throws {
+    try await started()
+    try await scanner.start(index: 0, filter: DiscoveryFilter(rssiFloor: -70))
+    #expect(await kernel.read(timeout: 0.3) == nil)
+    // The new filter applies: a report below its floor is not delivered.
+    kernel.write(deviceFound(rssi: -80, data: []))
+    kernel.write(deviceFound(rssi: -60, data: []))
+    #expect(await eventually { delivered.all.count == 1 })
+    // Stopping still stops it (it is the scanner's own).
+    async let stopped: Void = scanner.stop(index: 0)
+    #expect(await kernel.read() == ManagementPacket.stopDiscovery(index: 0))
+    kernel.answer(ManagementPacket.stopDiscovery, status: 0)
+    await stopped
+    scanner.close()
+  }
+
   @Test func aBorrowedDiscoveryIsNeverStopped() async throws {
     // Another client's discovery runs (Busy): its reports arrive all the same...
     async let start: Void = scanner.start(index: 0, filter: DiscoveryFilter())

@@ -136,7 +136,12 @@ final class ManagementScanner: Sendable {
   ///   client's discovery runs) is no error: its reports arrive all the same, and this
   ///   discovery starts when that one ends.
   func start(index: UInt16, filter: DiscoveryFilter) async throws(CentralError) {
-    state.withLock { $0.wanted[index] = filter }
+    let running = state.withLock { state in
+      state.wanted[index] = filter
+      return state.owned.contains(index)
+    }
+    // Our own discovery runs there: the new filter is all (a Start would be answered Busy).
+    guard !running else { return }
     let status = await command(ManagementPacket.startDiscovery(index: index), index: index)
     // Whose discovery runs (ours, or a borrowed one) was noted when the answer was read, in
     // order with the kernel's events.
