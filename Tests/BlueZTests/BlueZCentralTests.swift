@@ -372,23 +372,31 @@ struct BlueZCentralTests {
       try await events.next(where: Self.isAdapter("hci0"))
       try await central.startDiscovery(adapter: "hci0", filter: DiscoveryFilter())
 
-      try await steps.next {
-        if case .scannerWatchdog(.discoveryRestarted(adapter: "hci0", _)) = $0 {
-          true
-        } else {
-          false
+      // Each step, or the step's failure (which the test reports: it failed once under load
+      // with no word of which call failed).
+      func step(_ done: @escaping @Sendable (ScannerWatchdogEvent) -> Bool) async throws -> Bool {
+        let event = try await steps.next {
+          guard case .scannerWatchdog(let event) = $0 else { return false }
+          if case .stepFailed = event { return true }
+          return done(event)
         }
+        guard case .scannerWatchdog(.stepFailed(_, let failed, let error)) = event else {
+          return true
+        }
+        Issue.record("the watchdog's \(failed) failed: \(error)")
+        return false
       }
+      let restarted = try await step {
+        if case .discoveryRestarted(adapter: "hci0", _) = $0 { true } else { false }
+      }
+      guard restarted else { return }
       #expect(fake.calls("StopDiscovery").count == 1)
       #expect(fake.calls("StartDiscovery").count == 2)
 
-      try await steps.next {
-        if case .scannerWatchdog(.adapterPowerCycled(adapter: "hci0", _)) = $0 {
-          true
-        } else {
-          false
-        }
+      let cycled = try await step {
+        if case .adapterPowerCycled(adapter: "hci0", _) = $0 { true } else { false }
       }
+      guard cycled else { return }
       #expect(fake.calls("Set Powered").map(\.arguments) == [[.bool(false)], [.bool(true)]])
       #expect(fake.calls("StartDiscovery").count == 3)
       try await events.next(where: Self.isAdapter("hci0") { $0.resetting })
