@@ -18,16 +18,16 @@ struct BlueZPeripheralSocketTests {
 
   /// A fake bluetoothd and a peripheral advertising the test definition, with a short grace
   /// for unseen subscriptions.
-  static func advertising(_ bus: PrivateBus) async throws -> (
-    FakeBlueZ, BlueZPeripheral, Recorder<PeripheralEvent>, Task<Void, Never>
-  ) {
+  static func advertising(_ bus: PrivateBus, grace: Duration = .milliseconds(300)) async throws
+    -> (FakeBlueZ, BlueZPeripheral, Recorder<PeripheralEvent>, Task<Void, Never>)
+  {
     let fake = try await FakeBlueZ.start(on: bus)
     var logger = Logger(label: "test.bluez.peripheral")
     logger.logLevel = .critical
     let peripheral = BlueZPeripheral(
       configuration: BlueZPeripheralConfiguration(
         busAddress: bus.address, callTimeout: .seconds(5),
-        unseenSubscriptionGrace: .milliseconds(300)),
+        unseenSubscriptionGrace: grace),
       logger: logger)
     let events = Recorder(peripheral.peripheralEvents())
     let task = Task { await peripheral.run() }
@@ -237,7 +237,10 @@ struct BlueZPeripheralSocketTests {
   )
   func seenSubscriptionIsNotCountedTwice() async throws {
     try await PrivateBus.with { bus in
-      let (fake, _, events, task) = try await Self.advertising(bus)
+      // A grace the steps below fit in under load (with 300 ms the grace ended before the
+      // subscription was seen on a busy machine, and an unseen one was counted, rightly).
+      let grace: Duration = .seconds(3)
+      let (fake, _, events, task) = try await Self.advertising(bus, grace: grace)
       defer { task.cancel() }
       try await Self.connected(fake, Base.central)
       let (fd, _) = try await Self.acquire(fake, mtu: 23)
@@ -249,8 +252,10 @@ struct BlueZPeripheralSocketTests {
       await #expect(throws: DBusError.self) {
         _ = try await Self.acquire(fake, central: Base.stranger, mtu: 23)
       }
+      let released = ContinuousClock.now
       try await fake.callApplication(try Base.characteristicPath(fake), "StartNotify")
-      try await Task.sleep(for: .seconds(1))
+      // Past the grace (counted from the release, which came before `released`).
+      try await Task.sleep(until: released + grace + .milliseconds(500))
       #expect(events.all.filter { $0 == .subscribed(central: nil, mtu: nil) }.count == 1)
     }
   }
