@@ -40,7 +40,8 @@ let package = Package(
 
     // Retry delays, shared by the MQTT client, the BlueZ session and the bridges.
     .target(name: "Backoff", swiftSettings: strict),
-    // The mailbox and poll of the two loop threads (MQTT, D-Bus); not a product.
+    // The mailbox and poll of the loop threads (MQTT, D-Bus, datagram readers, the simulated
+    // world); not a product.
     .target(name: "LoopSupport", swiftSettings: strict),
     .target(
       name: "Mosquitto",
@@ -62,7 +63,7 @@ let package = Package(
     .target(
       name: "SimulatedRadio",
       dependencies: [
-        "BridgeCore", .product(name: "Yams", package: "Yams"),
+        "BridgeCore", "LoopSupport", .product(name: "Yams", package: "Yams"),
         .product(name: "HeapModule", package: "swift-collections"),
       ],
       swiftSettings: strict),

@@ -142,7 +142,7 @@ extension BlueZCentral {
   /// The reader thread of acquired sockets, started at the first one.
   private func readerForNotifications() throws(LoopError) -> DatagramReader {
     if let notifyReader { return notifyReader }
-    let reader = try DatagramReader(name: "gatt2mqtt-notify")
+    let reader = try DatagramReader(name: "gatt-notify")
     notifyReader = reader
     return reader
   }

@@ -63,7 +63,7 @@ extension BlueZPeripheral {
     let watcher: DatagramReader
     let pair: (sender: DatagramSender, peer: Int32)
     do {
-      watcher = try hangUpWatcher ?? DatagramReader(name: "g2m-peripheral-notify")
+      watcher = try hangUpWatcher ?? DatagramReader(name: "periph-hangup")
       hangUpWatcher = watcher
       // The default buffer (about 270 chunks): bluetoothd reads it eagerly, one datagram per
       // turn of its main loop. A 32 KiB one (for a quicker drain before the socket is let go

@@ -59,9 +59,7 @@ public final class DatagramReader: Sendable {
     mailbox = try LoopMailbox()
     self.maxDatagram = max(1, maxDatagram)
     self.batchLimit = max(1, batchLimit)
-    let thread = Thread { [self] in run() }
-    thread.name = name
-    thread.start()
+    startThread(named: name) { [self] in run() }
   }
 
   /// Registers a socket; from now on its datagrams reach `receive` on the reader thread.

@@ -86,6 +86,10 @@ public final class MQTTClient: Sendable {
   /// Starts connecting in the background. Calling it again has no effect.
   public func start() { core.start() }
 
+  /// The broker socket now (-1 while there is none), for tests that look at what the kernel
+  /// did with it.
+  var socketDescriptor: Int32 { core.socketDescriptor }
+
   /// Publishes a message and waits until the broker acknowledged it (QoS ≥ 1) or it was
   /// written to the socket (QoS 0).
   ///

@@ -1,4 +1,5 @@
 public import BridgeCore
+import LoopSupport
 import Synchronization
 
 /// An in-process BLE world behind the same ports as BlueZ: adapters, advertising and
@@ -58,6 +59,8 @@ public final class SimulatedRadio: GATTCentral, BLEPeripheral, Sendable {
   private let peripheralHub = EventHub<PeripheralEvent>(
     bufferSize: SimulatedRadio.eventBufferSize)
   private let start = ContinuousClock.now
+  /// The thread ``run()`` lets time pass on, while it runs.
+  private let worldThread = Mutex<DeadlineThread?>(nil)
 
   /// Creates the world (nothing happens until ``run()``).
   /// - Parameter world: what to simulate.
@@ -69,20 +72,46 @@ public final class SimulatedRadio: GATTCentral, BLEPeripheral, Sendable {
   /// Lets time pass until the task is cancelled: advertisements, notifications, address
   /// rotations, power cycles and the centrals' subscriptions happen as scheduled. Ends every
   /// event stream when it returns.
+  ///
+  /// The world runs on a thread of its own (`sim-world`), which hands each due batch of
+  /// events to the ports' subscribers, as BlueZ's notification sockets are read on a thread of
+  /// the central's: the bridge's fast path runs on it, and the simulated benchmarks measure
+  /// that path rather than a task's timer.
   public func run() async {
-    while !Task.isCancelled {
-      let next = state.withLock { state in
-        deliver(state.engine.advance(to: elapsed()))
-        return state.engine.nextDue
+    let thread: DeadlineThread
+    do {
+      thread = try DeadlineThread(name: "sim-world") { [self] in turn() }
+    } catch {
+      // No pipe for the thread's wake-ups (out of descriptors): the same turns in this task,
+      // at least every 20 ms for jobs scheduled by port calls.
+      while !Task.isCancelled {
+        try? await Task.sleep(for: .seconds(min(turn() ?? 0.02, max(0.02, world.eventInterval))))
       }
-      // Wake at the next due job, at most once per event interval (what falls due in between
-      // is delivered together), and at least every 20 ms for jobs scheduled by port calls.
-      let interval = world.eventInterval
-      let wait = min(max(0.02, interval), max(interval, (next ?? .infinity) - elapsed()))
-      try? await Task.sleep(for: .seconds(wait))
+      centralHub.finish()
+      peripheralHub.finish()
+      return
     }
+    worldThread.withLock { $0 = thread }
+    await withTaskCancellationHandler {
+      await thread.ended()
+    } onCancel: {
+      thread.stop()
+    }
+    worldThread.withLock { $0 = nil }
     centralHub.finish()
     peripheralHub.finish()
+  }
+
+  /// One turn of the world: delivers what fell due. Returns the seconds until the next job
+  /// (at least one event interval: what falls due in between is delivered together), `nil`
+  /// when none is scheduled (a port call that schedules one wakes the thread).
+  private func turn() -> Double? {
+    let next = state.withLock { state in
+      deliver(state.engine.advance(to: elapsed()))
+      return state.engine.nextDue
+    }
+    guard let next else { return nil }
+    return max(world.eventInterval, next - elapsed())
   }
 
   /// What the world did so far.
@@ -132,6 +161,8 @@ public final class SimulatedRadio: GATTCentral, BLEPeripheral, Sendable {
         return .failure(error)
       }
     }
+    // The call may have scheduled a job sooner than the world thread's wait ends.
+    worldThread.withLock { $0 }?.wake()
     return try result.get()
   }
 

@@ -63,8 +63,13 @@ struct SimulatedRadioTests {
         advertisingInterval: 0.05, eventInterval: 0.05,
         devices: [.init(kind: .battery, count: 200, name: "b")]))
     let sizes = Mutex<[Int]>([])
+    let inTask = Mutex((yes: 0, no: 0))
     let subscription = radio.attach(
-      EventSink(receive: { batch in sizes.withLock { $0.append(batch.count) } }))
+      EventSink(receive: { batch in
+        sizes.withLock { $0.append(batch.count) }
+        let task = withUnsafeCurrentTask { $0 != nil }
+        inTask.withLock { task ? ($0.yes += 1) : ($0.no += 1) }
+      }))
     defer { subscription.cancel() }
     try await running(radio) {
       try await radio.startDiscovery(adapter: "hci0", filter: DiscoveryFilter())
@@ -75,6 +80,10 @@ struct SimulatedRadioTests {
     #expect(total >= 200)
     // Far fewer deliveries than events: batches, not one call per event.
     #expect(seen.count * 10 <= total, "\(seen.count) batches for \(total) events")
+    // On the world's own thread, not in a task of the concurrency pool (a port call's own
+    // effects come on the caller's: at most the start of discovery here).
+    let tasks = inTask.withLock { $0 }
+    #expect(tasks.yes <= 1 && tasks.no >= seen.count - 1, "batches in a task / not: \(tasks)")
   }
 
   @Test("a connection slower than its timeout fails with timeout; a patient one connects")

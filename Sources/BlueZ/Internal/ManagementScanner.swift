@@ -109,7 +109,7 @@ final class ManagementScanner: Sendable {
     throws(CentralError)
   {
     do {
-      reader = try DatagramReader(name: "gatt2mqtt-mgmt", maxDatagram: 2048)
+      reader = try DatagramReader(name: "mgmt-scan", maxDatagram: 2048)
     } catch {
       Glibc.close(fd)
       throw CentralError(.bluezError, message: "cannot start the management reader: \(error)")

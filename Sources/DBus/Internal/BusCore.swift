@@ -90,9 +90,7 @@ final class BusCore: @unchecked Sendable {
   /// serves the connection until it is closed or lost.
   static func open(address: String) async -> Result<BusCore, DBusError> {
     await withCheckedContinuation { (waiter: ResultWaiter<BusCore>) in
-      let thread = Thread { BusCore.threadMain(address: address, waiter: waiter) }
-      thread.name = "dbus"
-      thread.start()
+      startThread(named: "dbus") { BusCore.threadMain(address: address, waiter: waiter) }
     }
   }
 

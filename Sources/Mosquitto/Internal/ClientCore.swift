@@ -160,9 +160,7 @@ final class ClientCore: @unchecked Sendable {
       return !value
     }
     guard first else { return }
-    let thread = Thread { [self] in self.runLoop() }
-    thread.name = "mqtt-loop"
-    thread.start()
+    startThread(named: "mqtt-loop") { [self] in self.runLoop() }
   }
 
   /// Carries out a command as ``send(contentsOf:)`` does.
@@ -187,7 +185,15 @@ final class ClientCore: @unchecked Sendable {
       let before = (phase: session.phase, wantsWrite: handle.wantsWrite)
       let t = now()
       drainInbox(now: t)
+      // Several publications leave in as few TCP segments as fit (one wake-up of the broker
+      // and, for QoS 1, one of this loop for their acknowledgements); one goes out alone.
+      let socket = handle.socket
+      let corked =
+        commands.count > 1 && session.phase == .connected
+        && handle.holdWrites(true, socket: socket)
       for command in commands { session.execute(command, now: t, on: &handle) }
+      // A write that failed meanwhile closed the socket: nothing to send then.
+      if corked && handle.socket == socket { handle.holdWrites(false, socket: socket) }
       settle()
       // The loop thread polls with what it knew before: wake it when that changed.
       let wake =
@@ -201,6 +207,9 @@ final class ClientCore: @unchecked Sendable {
       mailbox.wake()
     }
   }
+
+  /// The broker socket now (-1 while there is none).
+  var socketDescriptor: Int32 { loopLock.withLock { _ in handle.socket } }
 
   /// Called by the C callbacks (with the loop's lock held).
   func record(_ record: CallbackRecord) {

@@ -46,6 +46,10 @@ final class MosquittoHandle: MQTTTransport {
       mosquitto_int_option(
         mosq, MOSQ_OPT_PROTOCOL_VERSION,
         c.protocolVersion == .v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311), "protocol version")
+    // Each packet leaves when it is written: with Nagle's algorithm a publication that follows
+    // one the broker has not acknowledged yet (QoS 0 sends nothing back) waited for the
+    // broker's delayed ACK, up to 40 ms. Batches are held together explicitly (`holdWrites`).
+    try check(mosquitto_int_option(mosq, MOSQ_OPT_TCP_NODELAY, 1), "TCP_NODELAY")
     if c.username != nil || c.password != nil {
       try check(mosquitto_username_pw_set(mosq, c.username, c.password), "username/password")
     }
@@ -166,6 +170,23 @@ final class MosquittoHandle: MQTTTransport {
 
   /// The socket to poll, or -1 while there is none.
   var socket: Int32 { mosquitto_socket(mosq) }
+
+  /// Holds back (`true`) or sends (`false`) what libmosquitto writes to a TCP socket, so that
+  /// the packets of a batch of publications, which libmosquitto writes one `write` each, leave
+  /// in as few segments as fit (`TCP_CORK`); the broker then reads them, and acknowledges them,
+  /// in one wake-up.
+  ///
+  /// - Parameters:
+  ///   - hold: Whether to hold back.
+  ///   - socket: The socket (``socket`` when the hold began).
+  /// - Returns: Whether the socket took the option (a Unix socket does not).
+  @discardableResult
+  func holdWrites(_ hold: Bool, socket: Int32) -> Bool {
+    guard socket >= 0 else { return false }
+    var value: Int32 = hold ? 1 : 0
+    return setsockopt(
+      socket, Int32(IPPROTO_TCP), TCP_CORK, &value, socklen_t(MemoryLayout<Int32>.size)) == 0
+  }
 
   /// Whether libmosquitto has bytes to write.
   var wantsWrite: Bool { mosquitto_want_write(mosq) }

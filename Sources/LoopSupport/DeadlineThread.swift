@@ -1,0 +1,102 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// Runs a turn on a thread of its own, again when the wait the turn asked for has passed or as
+/// soon as ``wake()`` is called, until ``stop()``.
+///
+/// It is the timer of the simulated radio: a radio that produces events on a schedule hands
+/// them to the bridge on this thread, as BlueZ's sockets do on their reader thread. A turn costs
+/// one system call to sleep (`poll` on the wake-up pipe), where a `Task.sleep` loop costs a
+/// timer armed on libdispatch's manager thread, its wake-up and a hand-off to a worker thread
+/// (issue 14's profile of the simulated world).
+public final class DeadlineThread: Sendable {
+  private enum Command: Sendable { case wake }
+
+  private let mailbox: LoopMailbox<Command>
+  private let stopped = Atomic<Bool>(false)
+  /// Whether the thread has ended, and who waits for it.
+  private let ending = Mutex<(ended: Bool, waiters: [CheckedContinuation<Void, Never>])>(
+    (false, []))
+
+  /// Starts the thread; it runs `turn` at once.
+  ///
+  /// - Parameters:
+  ///   - name: The thread's name (in `top -H`, `perf`).
+  ///   - turn: One turn of work; returns the seconds to wait before the next one, `nil` to
+  ///     wait until ``wake()``. It runs on the thread, never twice at once.
+  /// - Throws: ``LoopError`` when the wake-up pipe cannot be made.
+  public init(name: String, turn: @escaping @Sendable () -> Double?) throws(LoopError) {
+    mailbox = try LoopMailbox()
+    startThread(named: name) { [self] in run(turn) }
+  }
+
+  /// Ends the wait the thread is in (its next turn runs at once).
+  public func wake() {
+    _ = mailbox.post(.wake)
+  }
+
+  /// Stops the thread after the turn it is in, if any.
+  public func stop() {
+    stopped.store(true, ordering: .sequentiallyConsistent)
+    _ = mailbox.post(.wake)
+  }
+
+  /// Returns once the thread has ended (after ``stop()``).
+  public func ended() async {
+    await withCheckedContinuation { continuation in
+      let done = ending.withLock { ending in
+        if !ending.ended { ending.waiters.append(continuation) }
+        return ending.ended
+      }
+      if done { continuation.resume() }
+    }
+  }
+
+  // MARK: the thread
+
+  private func run(_ turn: @Sendable () -> Double?) {
+    var fds = [mailbox.wakePollFD]
+    while !stopped.load(ordering: .sequentiallyConsistent) {
+      _ = mailbox.take()
+      let wait = turn()
+      if stopped.load(ordering: .sequentiallyConsistent) { break }
+      fds[0].revents = 0
+      if let wait, wait < 0.001 {
+        // Below poll's millisecond: sleep it out (a wake-up meanwhile is seen right after).
+        var pause = timespec(tv_sec: 0, tv_nsec: Int(max(0, wait) * 1e9))
+        _ = nanosleep(&pause, nil)
+      } else {
+        let milliseconds = wait.map { Int32(min($0 * 1000, 3_600_000).rounded(.up)) } ?? -1
+        _ = poll(&fds, 1, milliseconds)
+      }
+      // An interruption or a failure of `ppoll` only ends the wait early: the next turn says
+      // how long to wait again.
+      if fds[0].revents != 0 { mailbox.drainWakeUps() }
+    }
+    _ = mailbox.close()
+    let waiters = ending.withLock { ending in
+      ending.ended = true
+      defer { ending.waiters.removeAll() }
+      return ending.waiters
+    }
+    for waiter in waiters { waiter.resume() }
+  }
+}
+
+/// Starts a thread that runs `body`, named `name` where the system shows it (`top -H`, `perf`,
+/// `/proc/<pid>/task/*/comm`; at most 15 bytes are kept).
+///
+/// - Parameters:
+///   - name: The thread's name.
+///   - body: What the thread runs; the thread ends when it returns.
+public func startThread(named name: String, _ body: @escaping @Sendable () -> Void) {
+  let thread = Thread {
+    // Set from the thread itself: only then does the system see it (set before `start`, the
+    // thread keeps the name of the thread that made it).
+    Thread.current.name = name
+    body()
+  }
+  thread.name = name
+  thread.start()
+}
