@@ -19,7 +19,11 @@ public final class DeadlineThread: Sendable {
   private let ending = Mutex<(ended: Bool, waiters: [CheckedContinuation<Void, Never>])>(
     (false, []))
 
-  /// Starts the thread; it runs `turn` at once.
+  private let name: String
+  private let turn: @Sendable () -> Double?
+  private let started = Atomic<Bool>(false)
+
+  /// Makes the thread; ``start()`` starts it.
   ///
   /// - Parameters:
   ///   - name: The thread's name (in `top -H`, `perf`).
@@ -28,6 +32,14 @@ public final class DeadlineThread: Sendable {
   /// - Throws: ``LoopError`` when the wake-up pipe cannot be made.
   public init(name: String, turn: @escaping @Sendable () -> Double?) throws(LoopError) {
     mailbox = try LoopMailbox()
+    self.name = name
+    self.turn = turn
+  }
+
+  /// Starts the thread (once); it runs a turn at once. A ``wake()`` that came before is not
+  /// lost: the first turn runs after it.
+  public func start() {
+    guard !started.exchange(true, ordering: .sequentiallyConsistent) else { return }
     startThread(named: name) { [self] in run(turn) }
   }
 
@@ -42,8 +54,14 @@ public final class DeadlineThread: Sendable {
     _ = mailbox.post(.wake)
   }
 
-  /// Returns once the thread has ended (after ``stop()``).
+  /// Returns once the thread has ended (after ``stop()``; at once when it was never started
+  /// and is stopped).
   public func ended() async {
+    if !started.load(ordering: .sequentiallyConsistent)
+      && stopped.load(ordering: .sequentiallyConsistent)
+    {
+      return
+    }
     await withCheckedContinuation { continuation in
       let done = ending.withLock { ending in
         if !ending.ended { ending.waiters.append(continuation) }

@@ -28,6 +28,10 @@ public struct MQTTStatistics: Sendable, Hashable {
   /// Times another thread woke the loop thread (a command for it, or work a publishing thread
   /// left it); a publication handed over directly needs none.
   public var loopWakeUps: UInt64 = 0
+  /// Times the loop thread read the broker's socket because `poll` said it was readable. While
+  /// a thread hands over publications, that thread reads the acknowledgements (and whatever
+  /// else arrived) before each batch, and the loop thread leaves the socket to it.
+  public var loopReads: UInt64 = 0
   /// Lines libmosquitto formatted for its log callback. It formats one for every packet sent
   /// or received while the callback is set, so the client sets it only while it is not
   /// connected, when those lines explain a failure.

@@ -59,6 +59,8 @@ public final class SimulatedRadio: GATTCentral, BLEPeripheral, Sendable {
   private let peripheralHub = EventHub<PeripheralEvent>(
     bufferSize: SimulatedRadio.eventBufferSize)
   private let start = ContinuousClock.now
+  /// Turns of the world so far (for tests: whether ``run()`` let time pass at all).
+  let turns = Atomic<Int>(0)
   /// The thread ``run()`` lets time pass on, while it runs.
   private let worldThread = Mutex<DeadlineThread?>(nil)
 
@@ -91,7 +93,10 @@ public final class SimulatedRadio: GATTCentral, BLEPeripheral, Sendable {
       peripheralHub.finish()
       return
     }
+    // Known before it starts: a port call from now on wakes it (a call between its first
+    // turn and this would otherwise leave it waiting for a job it does not know of).
     worldThread.withLock { $0 = thread }
+    thread.start()
     await withTaskCancellationHandler {
       await thread.ended()
     } onCancel: {
@@ -106,6 +111,7 @@ public final class SimulatedRadio: GATTCentral, BLEPeripheral, Sendable {
   /// (at least one event interval: what falls due in between is delivered together), `nil`
   /// when none is scheduled (a port call that schedules one wakes the thread).
   private func turn() -> Double? {
+    turns.add(1, ordering: .relaxed)
     let next = state.withLock { state in
       deliver(state.engine.advance(to: elapsed()))
       return state.engine.nextDue

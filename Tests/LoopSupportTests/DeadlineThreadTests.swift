@@ -33,6 +33,7 @@ struct DeadlineThreadTests {
   func turnsAtTheWait() async throws {
     let turns = Turns(wait: 0.05)
     let thread = try DeadlineThread(name: "test-deadline") { turns.turn() }
+    thread.start()
     #expect(await eventually { turns.value >= 1 })
     let start = ContinuousClock.now
     let first = turns.value
@@ -50,6 +51,7 @@ struct DeadlineThreadTests {
   func shortWaits() async throws {
     let turns = Turns(wait: 0.0002)
     let thread = try DeadlineThread(name: "test-deadline") { turns.turn() }
+    thread.start()
     #expect(await eventually { turns.value >= 100 })
     thread.stop()
     await thread.ended()
@@ -59,6 +61,7 @@ struct DeadlineThreadTests {
   func wakeUps() async throws {
     let waitless = Turns(wait: nil)
     let idle = try DeadlineThread(name: "test-deadline") { waitless.turn() }
+    idle.start()
     #expect(await eventually { waitless.value == 1 })
     try await Task.sleep(for: .milliseconds(200))
     #expect(waitless.value == 1)
@@ -69,6 +72,7 @@ struct DeadlineThreadTests {
 
     let long = Turns(wait: 3600)
     let sleeper = try DeadlineThread(name: "test-deadline") { long.turn() }
+    sleeper.start()
     #expect(await eventually { long.value == 1 })
     sleeper.wake()
     #expect(await eventually(1) { long.value == 2 })
@@ -76,10 +80,30 @@ struct DeadlineThreadTests {
     await sleeper.ended()
   }
 
+  @Test("nothing runs before start; a wake-up before start is not lost; stop before start ends")
+  func startsWhenAsked() async throws {
+    let turns = Turns(wait: nil)
+    let thread = try DeadlineThread(name: "test-deadline") { turns.turn() }
+    try await Task.sleep(for: .milliseconds(100))
+    #expect(turns.value == 0)
+    thread.wake()
+    thread.start()
+    thread.start()
+    // The first turn, then the one the early wake-up asked for.
+    #expect(await eventually { turns.value == 2 })
+    thread.stop()
+    await thread.ended()
+
+    let never = try DeadlineThread(name: "test-deadline") { turns.turn() }
+    never.stop()
+    await never.ended()
+  }
+
   @Test("stop ends a long wait; no turn runs after the thread has ended; ended() returns again")
   func stops() async throws {
     let turns = Turns(wait: 3600)
     let thread = try DeadlineThread(name: "test-deadline") { turns.turn() }
+    thread.start()
     #expect(await eventually { turns.value == 1 })
     thread.stop()
     await thread.ended()

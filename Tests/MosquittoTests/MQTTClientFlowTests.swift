@@ -181,6 +181,63 @@ struct MQTTClientFlowTests {
     await client.shutdown()
   }
 
+  @Test(
+    "while a thread publishes, it reads the acknowledgements itself: the loop thread does not wake for each, and what the broker sends still arrives"
+  )
+  func publisherReadsAcknowledgements() async throws {
+    let broker = try Broker()
+    try broker.start()
+    let client = try await connectedClient(configuration(broker))
+    let seen = Collector(client)
+    try await client.subscribe("echo/#")
+    try await Task.sleep(for: .milliseconds(100))
+    let before = client.statistics.loopReads
+    // 100 QoS 1 publications 10 ms apart, each alone (as a radio's values at 100/s), half of
+    // them to a topic the client itself subscribes to.
+    for i in 0..<100 {
+      let topic = i.isMultiple(of: 2) ? "echo/\(i)" : "other/\(i)"
+      client.send([.enqueue(MQTTMessage(topic: topic, text: "\(i)", qos: .atLeastOnce))])
+      try await Task.sleep(for: .milliseconds(10))
+    }
+    #expect(await eventually { client.statistics.published == 100 })
+    #expect(await eventually { seen.messages.count == 50 })
+    #expect(
+      seen.messages.map { String(decoding: $0.payload, as: UTF8.self) }
+        == stride(from: 0, to: 100, by: 2).map { "\($0)" })
+    #expect(client.statistics.inflight == 0)
+    // One read per acknowledgement before (about 100, and 50 messages more): now about one per
+    // 50-ms read window, and the last ones after the publications end.
+    let reads = client.statistics.loopReads - before
+    #expect(reads < 50, "the loop thread read the socket \(reads) times")
+    await client.shutdown()
+  }
+
+  @Test(
+    "batches larger than the in-flight window keep flowing: the loop thread reads the acknowledgements they wait for, not only the publisher before its next batch"
+  )
+  func largeBatchesNeedTheLoop() async throws {
+    let broker = try Broker()
+    try broker.start()
+    var settings = configuration(broker)
+    settings.maxInflight = 20
+    let client = try await connectedClient(settings)
+    // 100 batches of 40 QoS 1 publications, 10 ms apart: 20 in flight, the rest of each batch
+    // waiting for room.
+    for batch in 0..<100 {
+      client.send(
+        (0..<40).map { i in
+          .enqueue(MQTTMessage(topic: "window/\(batch)", text: "\(i)", qos: .atLeastOnce))
+        })
+      try await Task.sleep(for: .milliseconds(10))
+    }
+    // Left to the publisher's reads, one window's worth (20) went out per batch: half.
+    let published = client.statistics.published
+    #expect(published >= 3200, "\(published) of 4,000 acknowledged when the last batch was sent")
+    #expect(await eventually(timeout: 10) { client.statistics.published == 4000 })
+    #expect(client.statistics.dropped == 0)
+    await client.shutdown()
+  }
+
   /// The segments a TCP socket has sent (`tcpi_segs_out` of Linux's `struct tcp_info`, which
   /// glibc's older copy of the struct lacks: read at its offset in the kernel's).
   static func segmentsSent(_ fd: Int32) -> UInt32? {

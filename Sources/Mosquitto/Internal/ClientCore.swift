@@ -64,6 +64,12 @@ enum Command: Sendable {
   /// The owning client is gone: disconnect at once and end the thread.
   case stop
 
+  /// Whether its caller waits for the outcome (a publication's acknowledgement).
+  var awaitsAnswer: Bool {
+    if case .publish(_, .some) = self { return true }
+    return false
+  }
+
   /// Whether a publishing thread may carry it out itself (``ClientCore/send(contentsOf:)``):
   /// the session's queue and retained state, nothing that changes its phase.
   var isDirect: Bool {
@@ -101,6 +107,13 @@ enum CallbackRecord {
 /// holds the lock while it works and lets go of it while it polls, and is woken when the
 /// publisher left it something to do (a socket to write when it is writable, a new deadline).
 ///
+/// A thread that hands over publications also reads what the broker sent (their
+/// acknowledgements, anything else) before it writes, and for ``publisherReadWindow`` after such
+/// a read the loop thread does not poll the socket for input: with QoS 1, each acknowledgement
+/// used to wake the loop thread, a second thread wake-up per value on BlueZ's socket path
+/// (issue 14's lab profile: the scheduler). What arrives while publications flow therefore
+/// waits at most that window, or until the next batch.
+///
 /// The offline queue is the session's, not libmosquitto's: a message is handed to libmosquitto
 /// only while connected and while fewer than `maxInflight` QoS ≥ 1 messages await their
 /// acknowledgement. Whatever libmosquitto accepted stays its responsibility (it re-sends
@@ -123,12 +136,19 @@ final class ClientCore: @unchecked Sendable {
   let started = Mutex(false)
   /// Held while `handle`, `session` or `records` are used.
   private let loopLock = Mutex(())
+  /// Seconds after a publishing thread read the socket during which the loop thread leaves
+  /// reading it to publishers.
+  static let publisherReadWindow = 0.05
 
   // MARK: loop thread state
 
   private var handle: MosquittoHandle
   private var session: MQTTSession
   private var records: [CallbackRecord] = []
+  /// When a publishing thread last read the socket (monotonic seconds).
+  private var publisherReadAt = -Double.infinity
+  /// Whether the loop thread's current `poll` includes input from the broker.
+  private var loopPollsInput = true
 
   init(
     configuration: MQTTClientConfiguration, logger: Logger,
@@ -185,6 +205,12 @@ final class ClientCore: @unchecked Sendable {
       let before = (phase: session.phase, wantsWrite: handle.wantsWrite)
       let t = now()
       drainInbox(now: t)
+      // What the broker sent since the last batch first (acknowledgements that free the
+      // in-flight window, messages), so that the loop thread need not wake for it.
+      // A caller that awaits its acknowledgement gets it at once from the loop thread.
+      if session.phase == .connected {
+        readAsPublisher(now: t, leaveInput: !commands.contains(where: \.awaitsAnswer))
+      }
       // Several publications leave in as few TCP segments as fit (one wake-up of the broker
       // and, for QoS 1, one of this loop for their acknowledgements); one goes out alone.
       let socket = handle.socket
@@ -195,10 +221,12 @@ final class ClientCore: @unchecked Sendable {
       // A write that failed meanwhile closed the socket: nothing to send then.
       if corked && handle.socket == socket { handle.holdWrites(false, socket: socket) }
       settle()
-      // The loop thread polls with what it knew before: wake it when that changed.
+      // The loop thread polls with what it knew before: wake it when that changed, or when
+      // it left input to publishers and acknowledgements are now needed before the next batch
+      // (the in-flight window is half taken: a batch larger than the window waits for them).
       let wake =
         session.phase != before.phase || (handle.wantsWrite && !before.wantsWrite)
-        || session.isStopped
+        || session.isStopped || (!loopPollsInput && session.needsAcknowledgements)
       return (true, wake)
     }
     if !carriedOut {
@@ -210,6 +238,17 @@ final class ClientCore: @unchecked Sendable {
 
   /// The broker socket now (-1 while there is none).
   var socketDescriptor: Int32 { loopLock.withLock { _ in handle.socket } }
+
+  /// Reads what the broker sent, on a publishing thread (with the loop's lock held); with
+  /// `leaveInput`, the loop thread leaves input to publishers for ``publisherReadWindow``.
+  private func readAsPublisher(now t: Double, leaveInput: Bool) {
+    guard handle.socket >= 0 else { return }
+    publisherReadAt = leaveInput ? t : -Double.infinity
+    if let failure = handle.read() {
+      settle()
+      session.connectionLost(failure, now: t)
+    }
+  }
 
   /// Called by the C callbacks (with the loop's lock held).
   func record(_ record: CallbackRecord) {
@@ -248,9 +287,18 @@ final class ClientCore: @unchecked Sendable {
     session.tick(now: t, on: &handle)
     settle()
     guard !session.isStopped else { return nil }
+    // While publishers read the socket, input waits for them or for the window's end (a
+    // closed or failed socket is still reported: `poll` always reports `POLLHUP`/`POLLERR`).
+    let publisherReads =
+      session.phase == .connected && t - publisherReadAt < Self.publisherReadWindow
+      && !session.needsAcknowledgements
+    loopPollsInput = !publisherReads
+    var deadline = session.nextDeadline(now: t)
+    if publisherReads { deadline = min(deadline, publisherReadAt + Self.publisherReadWindow) }
     return PollPlan(
-      socket: handle.socket, events: Int16(POLLIN) | (handle.wantsWrite ? Int16(POLLOUT) : 0),
-      timeout: Int32(max(0, min(1000, (session.nextDeadline(now: t) - t) * 1000)).rounded(.up)))
+      socket: handle.socket,
+      events: (publisherReads ? 0 : Int16(POLLIN)) | (handle.wantsWrite ? Int16(POLLOUT) : 0),
+      timeout: Int32(max(0, min(1000, (deadline - t) * 1000)).rounded(.up)))
   }
 
   /// Processes what callbacks recorded (C calls made by the session can complete writes at
@@ -302,6 +350,7 @@ final class ClientCore: @unchecked Sendable {
     guard handle.socket == socket else { return }
     var failure: MQTTError?
     if revents != 0 {
+      if revents & Int16(POLLIN) != 0 { stats.withLock { $0.loopReads += 1 } }
       // Reading first also drives a pending TLS handshake forward.
       failure = handle.read()
       if failure == nil && handle.socket >= 0 && revents & Int16(POLLOUT) != 0 {

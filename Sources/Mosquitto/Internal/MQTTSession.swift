@@ -505,6 +505,12 @@ struct MQTTSession {
     }
   }
 
+  /// Whether acknowledgements are needed soon: publications wait for room in the in-flight
+  /// window, or half of it is taken.
+  var needsAcknowledgements: Bool {
+    !pending.isEmpty || inflightReliable * 2 >= configuration.maxInflight
+  }
+
   private mutating func flushPending(on transport: inout some MQTTTransport) {
     defer {
       releaseDrainedStorage()
