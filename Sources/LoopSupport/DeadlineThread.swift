@@ -40,6 +40,8 @@ public final class DeadlineThread: Sendable {
   /// lost: the first turn runs after it.
   public func start() {
     guard !started.exchange(true, ordering: .sequentiallyConsistent) else { return }
+    // Stopped before it started: it never runs.
+    guard !stopped.load(ordering: .sequentiallyConsistent) else { return markEnded() }
     startThread(named: name) { [self] in run(turn) }
   }
 
@@ -52,16 +54,13 @@ public final class DeadlineThread: Sendable {
   public func stop() {
     stopped.store(true, ordering: .sequentiallyConsistent)
     _ = mailbox.post(.wake)
+    // Never started: nothing will end it (`start` now refuses to).
+    if !started.load(ordering: .sequentiallyConsistent) { markEnded() }
   }
 
-  /// Returns once the thread has ended (after ``stop()``; at once when it was never started
-  /// and is stopped).
+  /// Returns once the thread has ended (after ``stop()``; a thread stopped before it started
+  /// has ended then).
   public func ended() async {
-    if !started.load(ordering: .sequentiallyConsistent)
-      && stopped.load(ordering: .sequentiallyConsistent)
-    {
-      return
-    }
     await withCheckedContinuation { continuation in
       let done = ending.withLock { ending in
         if !ending.ended { ending.waiters.append(continuation) }
@@ -77,7 +76,8 @@ public final class DeadlineThread: Sendable {
     var fds = [mailbox.wakePollFD]
     while !stopped.load(ordering: .sequentiallyConsistent) {
       _ = mailbox.take()
-      let wait = turn()
+      // A wait that is not a number of seconds (a bug in the turn) waits for a wake-up.
+      let wait = turn().flatMap { $0.isFinite ? $0 : nil }
       if stopped.load(ordering: .sequentiallyConsistent) { break }
       fds[0].revents = 0
       if let wait, wait < 0.001 {
@@ -88,11 +88,16 @@ public final class DeadlineThread: Sendable {
         let milliseconds = wait.map { Int32(min($0 * 1000, 3_600_000).rounded(.up)) } ?? -1
         _ = poll(&fds, 1, milliseconds)
       }
-      // An interruption or a failure of `ppoll` only ends the wait early: the next turn says
-      // how long to wait again.
+      // An interruption or a failure of `poll` or `nanosleep` only ends the wait early: the
+      // next turn says how long to wait again.
       if fds[0].revents != 0 { mailbox.drainWakeUps() }
     }
     _ = mailbox.close()
+    markEnded()
+  }
+
+  /// Notes the end and answers whoever waits for it (more than once is harmless).
+  private func markEnded() {
     let waiters = ending.withLock { ending in
       ending.ended = true
       defer { ending.waiters.removeAll() }
@@ -103,7 +108,8 @@ public final class DeadlineThread: Sendable {
 }
 
 /// Starts a thread that runs `body`, named `name` where the system shows it (`top -H`, `perf`,
-/// `/proc/<pid>/task/*/comm`; at most 15 bytes are kept).
+/// `/proc/<pid>/task/*/comm`; the system refuses names longer than 15 bytes, which then stay
+/// unnamed there).
 ///
 /// - Parameters:
 ///   - name: The thread's name.

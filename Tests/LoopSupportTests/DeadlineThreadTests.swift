@@ -80,7 +80,9 @@ struct DeadlineThreadTests {
     await sleeper.ended()
   }
 
-  @Test("nothing runs before start; a wake-up before start is not lost; stop before start ends")
+  @Test(
+    "nothing runs before start; a wake-up before start is not lost; stopped before start, it has ended and never runs"
+  )
   func startsWhenAsked() async throws {
     let turns = Turns(wait: nil)
     let thread = try DeadlineThread(name: "test-deadline") { turns.turn() }
@@ -95,8 +97,14 @@ struct DeadlineThreadTests {
     await thread.ended()
 
     let never = try DeadlineThread(name: "test-deadline") { turns.turn() }
+    let waiting = Task { await never.ended() }
+    try await Task.sleep(for: .milliseconds(50))
     never.stop()
+    await waiting.value
     await never.ended()
+    never.start()
+    try await Task.sleep(for: .milliseconds(100))
+    #expect(turns.value == 2)
   }
 
   @Test("stop ends a long wait; no turn runs after the thread has ended; ended() returns again")

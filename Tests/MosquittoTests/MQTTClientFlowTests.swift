@@ -213,6 +213,48 @@ struct MQTTClientFlowTests {
   }
 
   @Test(
+    "a burst of incoming messages while the client publishes QoS 0 batches is read at once, not one packet per batch"
+  )
+  func incomingBurstWhilePublishing() async throws {
+    let broker = try Broker()
+    try broker.start()
+    let client = try await connectedClient(configuration(broker))
+    let seen = Collector(client)
+    try await client.subscribe("burst/#")
+    let sender = try await connectedClient(configuration(broker))
+    try await Task.sleep(for: .milliseconds(100))
+    for i in 0..<200 { sender.send([.enqueue(MQTTMessage(topic: "burst/\(i)", text: "\(i)"))]) }
+    // Fire-and-forget QoS 0 batches 10 ms apart for half a second: before each, the client
+    // reads what came; libmosquitto reads one packet per call when nothing is in flight.
+    for i in 0..<50 {
+      client.send([.enqueue(MQTTMessage(topic: "out/\(i)", text: "\(i)"))])
+      try await Task.sleep(for: .milliseconds(10))
+    }
+    let received = seen.messages.count
+    #expect(received == 200, "\(received) of 200 received while publishing")
+    await sender.shutdown()
+    await client.shutdown()
+  }
+
+  @Test("a publication awaited right after a fire-and-forget batch is acknowledged at once")
+  func awaitedAfterBatch() async throws {
+    let broker = try Broker()
+    try broker.start()
+    let client = try await connectedClient(configuration(broker))
+    try await Task.sleep(for: .milliseconds(100))
+    let start = ContinuousClock.now
+    for i in 0..<10 {
+      client.send([.enqueue(MQTTMessage(topic: "mixed/\(i)", text: "batch", qos: .atLeastOnce))])
+      try await Task.sleep(for: .milliseconds(2))
+      try await client.publish(MQTTMessage(topic: "mixed/\(i)", text: "awaited", qos: .atLeastOnce))
+    }
+    let took = ContinuousClock.now - start
+    // Left to the end of the publishers' read window, each awaited one took up to 50 ms.
+    #expect(took < .milliseconds(300), "10 awaited publications took \(took)")
+    await client.shutdown()
+  }
+
+  @Test(
     "batches larger than the in-flight window keep flowing: the loop thread reads the acknowledgements they wait for, not only the publisher before its next batch"
   )
   func largeBatchesNeedTheLoop() async throws {

@@ -1,7 +1,8 @@
 internal import CMosquitto
 
-// C callbacks registered with libmosquitto. They run on the client's loop thread, inside
-// `mosquitto_loop_read/write/misc`. Each one copies the C data at once and records it for the
+// C callbacks registered with libmosquitto. They run inside `mosquitto_loop_read/write/misc`
+// and `mosquitto_publish`, with the client's loop lock held: on the loop thread, or on a
+// publishing thread that reads or writes for it (`ClientCore.send(contentsOf:)`). Each one copies the C data at once and records it for the
 // loop to process after the C call returns; they never log and never call back into
 // libmosquitto.
 

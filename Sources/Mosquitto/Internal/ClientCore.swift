@@ -64,10 +64,13 @@ enum Command: Sendable {
   /// The owning client is gone: disconnect at once and end the thread.
   case stop
 
-  /// Whether its caller waits for the outcome (a publication's acknowledgement).
-  var awaitsAnswer: Bool {
-    if case .publish(_, .some) = self { return true }
-    return false
+  /// Whether the broker answers it and someone waits for the answer.
+  var awaitsBrokerAnswer: Bool {
+    switch self {
+    case .publish(_, let waiter): waiter != nil
+    case .subscribe, .unsubscribe, .shutdown: true
+    case .retain, .forgetRetained, .forgetRetainedBelow, .ping, .stop: false
+    }
   }
 
   /// Whether a publishing thread may carry it out itself (``ClientCore/send(contentsOf:)``):
@@ -111,8 +114,10 @@ enum CallbackRecord {
 /// acknowledgements, anything else) before it writes, and for ``publisherReadWindow`` after such
 /// a read the loop thread does not poll the socket for input: with QoS 1, each acknowledgement
 /// used to wake the loop thread, a second thread wake-up per value on BlueZ's socket path
-/// (issue 14's lab profile: the scheduler). What arrives while publications flow therefore
-/// waits at most that window, or until the next batch.
+/// (issue 14's lab profile: the scheduler). What arrives while publications flow waits at most
+/// that window or until the next batch; a burst that a few reads do not take, an answer a
+/// caller awaits (an acknowledgement, a SUBACK), acknowledgements the in-flight window needs
+/// and the broker closing the connection are the loop thread's at once.
 ///
 /// The offline queue is the session's, not libmosquitto's: a message is handed to libmosquitto
 /// only while connected and while fewer than `maxInflight` QoS ≥ 1 messages await their
@@ -207,10 +212,9 @@ final class ClientCore: @unchecked Sendable {
       drainInbox(now: t)
       // What the broker sent since the last batch first (acknowledgements that free the
       // in-flight window, messages), so that the loop thread need not wake for it.
-      // A caller that awaits its acknowledgement gets it at once from the loop thread.
-      if session.phase == .connected {
-        readAsPublisher(now: t, leaveInput: !commands.contains(where: \.awaitsAnswer))
-      }
+      if session.phase == .connected { readAsPublisher(now: t) }
+      // A caller that awaits its acknowledgement gets it from the loop thread at once.
+      if commands.contains(where: \.awaitsBrokerAnswer) { publisherReadAt = -.infinity }
       // Several publications leave in as few TCP segments as fit (one wake-up of the broker
       // and, for QoS 1, one of this loop for their acknowledgements); one goes out alone.
       let socket = handle.socket
@@ -222,11 +226,12 @@ final class ClientCore: @unchecked Sendable {
       if corked && handle.socket == socket { handle.holdWrites(false, socket: socket) }
       settle()
       // The loop thread polls with what it knew before: wake it when that changed, or when
-      // it left input to publishers and acknowledgements are now needed before the next batch
-      // (the in-flight window is half taken: a batch larger than the window waits for them).
+      // it left input to publishers and must read it now (acknowledgements needed before the
+      // next batch: a batch larger than the in-flight window waits for them; an awaited one;
+      // more input than a publisher reads).
       let wake =
         session.phase != before.phase || (handle.wantsWrite && !before.wantsWrite)
-        || session.isStopped || (!loopPollsInput && session.needsAcknowledgements)
+        || session.isStopped || (!loopPollsInput && !leavesInputToPublishers(now: t))
       return (true, wake)
     }
     if !carriedOut {
@@ -239,15 +244,44 @@ final class ClientCore: @unchecked Sendable {
   /// The broker socket now (-1 while there is none).
   var socketDescriptor: Int32 { loopLock.withLock { _ in handle.socket } }
 
-  /// Reads what the broker sent, on a publishing thread (with the loop's lock held); with
-  /// `leaveInput`, the loop thread leaves input to publishers for ``publisherReadWindow``.
-  private func readAsPublisher(now t: Double, leaveInput: Bool) {
-    guard handle.socket >= 0 else { return }
-    publisherReadAt = leaveInput ? t : -Double.infinity
-    if let failure = handle.read() {
-      settle()
-      session.connectionLost(failure, now: t)
+  /// Reads what the broker sent, on a publishing thread (with the loop's lock held): the loop
+  /// thread then leaves input to publishers for ``publisherReadWindow``, unless more is
+  /// waiting than a few reads took (a burst of messages: the loop thread reads it at once).
+  private func readAsPublisher(now t: Double) {
+    // libmosquitto reads as many packets per call as messages it has in flight (at least
+    // one), so a burst of incoming messages can outlast a call.
+    for _ in 0..<Self.publisherReads {
+      let socket = handle.socket
+      guard socket >= 0 else { return }
+      if let failure = handle.read() {
+        settle()
+        session.connectionLost(failure, now: t)
+        return
+      }
+      guard handle.socket == socket, Self.inputWaiting(socket) else {
+        publisherReadAt = t
+        return
+      }
     }
+    publisherReadAt = -.infinity
+  }
+
+  /// Calls of libmosquitto's read a publishing thread makes before it leaves the rest of the
+  /// input to the loop thread.
+  private static let publisherReads = 4
+
+  /// Whether bytes wait on `socket` (a peek, which a TLS connection's encrypted bytes answer
+  /// too; libmosquitto leaves nothing decrypted in OpenSSL's buffer after a read).
+  private static func inputWaiting(_ socket: Int32) -> Bool {
+    var byte: UInt8 = 0
+    return recv(socket, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0
+  }
+
+  /// Whether the loop thread leaves input to publishers now: connected, a publisher read it
+  /// less than ``publisherReadWindow`` ago, and no acknowledgement is needed soon.
+  private func leavesInputToPublishers(now t: Double) -> Bool {
+    session.phase == .connected && t - publisherReadAt < Self.publisherReadWindow
+      && !session.needsAcknowledgements
   }
 
   /// Called by the C callbacks (with the loop's lock held).
@@ -272,6 +306,9 @@ final class ClientCore: @unchecked Sendable {
     loopLock.withLock { _ in finish() }
   }
 
+  /// `POLLRDHUP` (Linux; glibc declares it only for `_GNU_SOURCE`): the peer closed its end.
+  private static let pollPeerClosed: Int16 = 0x2000
+
   /// What the loop thread polls for next.
   private struct PollPlan {
     var socket: Int32
@@ -287,17 +324,18 @@ final class ClientCore: @unchecked Sendable {
     session.tick(now: t, on: &handle)
     settle()
     guard !session.isStopped else { return nil }
-    // While publishers read the socket, input waits for them or for the window's end (a
-    // closed or failed socket is still reported: `poll` always reports `POLLHUP`/`POLLERR`).
-    let publisherReads =
-      session.phase == .connected && t - publisherReadAt < Self.publisherReadWindow
-      && !session.needsAcknowledgements
-    loopPollsInput = !publisherReads
+    if session.phase != .connected { publisherReadAt = -.infinity }
+    // While publishers read the socket, input waits for them or for the window's end; the
+    // broker closing its end (`POLLRDHUP`) or a failed socket (`POLLERR`, `POLLHUP`, always
+    // reported) still wakes the loop thread at once.
+    let publishersRead = leavesInputToPublishers(now: t)
+    loopPollsInput = !publishersRead
     var deadline = session.nextDeadline(now: t)
-    if publisherReads { deadline = min(deadline, publisherReadAt + Self.publisherReadWindow) }
+    if publishersRead { deadline = min(deadline, publisherReadAt + Self.publisherReadWindow) }
     return PollPlan(
       socket: handle.socket,
-      events: (publisherReads ? 0 : Int16(POLLIN)) | (handle.wantsWrite ? Int16(POLLOUT) : 0),
+      events: (publishersRead ? Self.pollPeerClosed : Int16(POLLIN))
+        | (handle.wantsWrite ? Int16(POLLOUT) : 0),
       timeout: Int32(max(0, min(1000, (deadline - t) * 1000)).rounded(.up)))
   }
 
@@ -428,7 +466,12 @@ final class ClientCore: @unchecked Sendable {
   /// read (one clock reading per wake-up or hand-off: where the clock is slow to read, as in
   /// the lab's emulated machine, each costs a system call).
   private func drainInbox(now t: Double) {
-    for command in mailbox.take() { session.execute(command, now: t, on: &handle) }
+    for command in mailbox.take() {
+      // A subscription's or an awaited publication's answer is read by the loop thread at
+      // once, not left to publishers.
+      if command.awaitsBrokerAnswer { publisherReadAt = -.infinity }
+      session.execute(command, now: t, on: &handle)
+    }
   }
 
   // MARK: shutdown
