@@ -110,9 +110,9 @@ enum CallbackRecord {
 /// holds the lock while it works and lets go of it while it polls, and is woken when the
 /// publisher left it something to do (a socket to write when it is writable, a new deadline).
 ///
-/// A thread that hands over publications also reads what the broker sent (their
-/// acknowledgements, anything else) before it writes, and for ``publisherReadWindow`` after such
-/// a read the loop thread does not poll the socket for input: with QoS 1, each acknowledgement
+/// While batches come less than ``publisherReadWindow`` apart, the thread that hands one over
+/// also reads what the broker sent (acknowledgements, anything else) before it writes, and for
+/// that window after such a read the loop thread does not poll the socket for input: with QoS 1, each acknowledgement
 /// used to wake the loop thread, a second thread wake-up per value on BlueZ's socket path
 /// (issue 14's lab profile: the scheduler). What arrives while publications flow waits at most
 /// that window or until the next batch; a burst that a few reads do not take, an answer a
@@ -152,6 +152,8 @@ final class ClientCore: @unchecked Sendable {
   private var records: [CallbackRecord] = []
   /// When a publishing thread last read the socket (monotonic seconds).
   private var publisherReadAt = -Double.infinity
+  /// When the last batch was handed over directly (monotonic seconds).
+  private var lastBatchAt = -Double.infinity
   /// Whether the loop thread's current `poll` includes input from the broker.
   private var loopPollsInput = true
 
@@ -210,9 +212,14 @@ final class ClientCore: @unchecked Sendable {
       let before = (phase: session.phase, wantsWrite: handle.wantsWrite)
       let t = now()
       drainInbox(now: t)
-      // What the broker sent since the last batch first (acknowledgements that free the
-      // in-flight window, messages), so that the loop thread need not wake for it.
-      if session.phase == .connected { readAsPublisher(now: t) }
+      // While batches come less than a read window apart: what the broker sent since the
+      // last one first (acknowledgements that free the in-flight window, messages), so that
+      // the loop thread need not wake for it. Batches further apart leave reading to the loop
+      // thread as before (a read here would find nothing, and the window's end would wake
+      // the loop thread once more).
+      let flowing = t - lastBatchAt < Self.publisherReadWindow
+      lastBatchAt = t
+      if flowing && session.phase == .connected { readAsPublisher(now: t) }
       // A caller that awaits its acknowledgement gets it from the loop thread at once.
       if commands.contains(where: \.awaitsBrokerAnswer) { publisherReadAt = -.infinity }
       // Several publications leave in as few TCP segments as fit (one wake-up of the broker
