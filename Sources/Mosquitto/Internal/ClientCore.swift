@@ -112,9 +112,9 @@ enum CallbackRecord {
 ///
 /// While batches come less than ``publisherReadWindow`` apart, the thread that hands one over
 /// also reads what the broker sent (acknowledgements, anything else) before it writes, and for
-/// that window after such a read the loop thread does not poll the socket for input: with QoS 1, each acknowledgement
-/// used to wake the loop thread, a second thread wake-up per value on BlueZ's socket path
-/// (issue 14's lab profile: the scheduler). What arrives while publications flow waits at most
+/// that window after such a read the loop thread does not poll the socket for input: with
+/// QoS 1, each acknowledgement used to wake the loop thread, a second thread wake-up per value
+/// on BlueZ's socket path (issue 14's lab profile: the scheduler). What arrives while publications flow waits at most
 /// that window or until the next batch; a burst that a few reads do not take, an answer a
 /// caller awaits (an acknowledgement, a SUBACK), acknowledgements the in-flight window needs
 /// and the broker closing the connection are the loop thread's at once.
@@ -223,7 +223,7 @@ final class ClientCore: @unchecked Sendable {
       // A caller that awaits its acknowledgement gets it from the loop thread at once.
       if commands.contains(where: \.awaitsBrokerAnswer) { publisherReadAt = -.infinity }
       // Several publications leave in as few TCP segments as fit (one wake-up of the broker
-      // and, for QoS 1, one of this loop for their acknowledgements); one goes out alone.
+      // per batch); one goes out alone.
       let socket = handle.socket
       let corked =
         commands.count > 1 && session.phase == .connected
@@ -265,7 +265,7 @@ final class ClientCore: @unchecked Sendable {
         session.connectionLost(failure, now: t)
         return
       }
-      guard handle.socket == socket, Self.inputWaiting(socket) else {
+      guard handle.socket == socket, handle.inputWaiting else {
         publisherReadAt = t
         return
       }
@@ -276,13 +276,6 @@ final class ClientCore: @unchecked Sendable {
   /// Calls of libmosquitto's read a publishing thread makes before it leaves the rest of the
   /// input to the loop thread.
   private static let publisherReads = 4
-
-  /// Whether bytes wait on `socket` (a peek, which a TLS connection's encrypted bytes answer
-  /// too; libmosquitto leaves nothing decrypted in OpenSSL's buffer after a read).
-  private static func inputWaiting(_ socket: Int32) -> Bool {
-    var byte: UInt8 = 0
-    return recv(socket, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0
-  }
 
   /// Whether the loop thread leaves input to publishers now: connected, a publisher read it
   /// less than ``publisherReadWindow`` ago, and no acknowledgement is needed soon.

@@ -188,6 +188,16 @@ final class MosquittoHandle: MQTTTransport {
       socket, Int32(IPPROTO_TCP), TCP_CORK, &value, socklen_t(MemoryLayout<Int32>.size)) == 0
   }
 
+  /// Whether bytes from the broker wait on the socket (a peek, which a TLS connection's
+  /// encrypted bytes answer too; libmosquitto leaves nothing decrypted in OpenSSL's buffer
+  /// after a read).
+  var inputWaiting: Bool {
+    let fd = socket
+    guard fd >= 0 else { return false }
+    var byte: UInt8 = 0
+    return recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0
+  }
+
   /// Whether libmosquitto has bytes to write.
   var wantsWrite: Bool { mosquitto_want_write(mosq) }
 
