@@ -99,13 +99,16 @@ public struct BluetoothAddress: Sendable, Hashable, Comparable, CustomStringConv
 
   /// The canonical form, `AA:BB:CC:DD:EE:FF`.
   public var description: String {
-    var text = [UInt8](repeating: UInt8(ascii: ":"), count: 17)
-    for index in 0..<6 {
-      let byte = UInt8(truncatingIfNeeded: value >> UInt64(40 - 8 * index))
-      text[index * 3] = Self.upperDigit(byte >> 4)
-      text[index * 3 + 1] = Self.upperDigit(byte & 0x0F)
+    // Written straight into the string (in every advertisement's payload): no array between.
+    String(unsafeUninitializedCapacity: 17) { text in
+      for index in 0..<6 {
+        let byte = UInt8(truncatingIfNeeded: value >> UInt64(40 - 8 * index))
+        text[index * 3] = Self.upperDigit(byte >> 4)
+        text[index * 3 + 1] = Self.upperDigit(byte & 0x0F)
+        if index < 5 { text[index * 3 + 2] = UInt8(ascii: ":") }
+      }
+      return 17
     }
-    return String(decoding: text, as: UTF8.self)
   }
 
   private static func upperDigit(_ nibble: UInt8) -> UInt8 {
@@ -113,7 +116,7 @@ public struct BluetoothAddress: Sendable, Hashable, Comparable, CustomStringConv
   }
 
   /// The twelve upper-case hex digits without separators, `AABBCCDDEEFF`.
-  public var compactForm: String { Hex.encode(value, width: 12).uppercased() }
+  public var compactForm: String { Hex.encode(value, width: 12, uppercase: true) }
 
   /// Orders addresses numerically.
   public static func < (lhs: BluetoothAddress, rhs: BluetoothAddress) -> Bool {

@@ -169,10 +169,8 @@ public struct CentralBridge: Sendable {
   public mutating func connections<Result>(
     now: Double, _ step: (inout GATTBridge) -> ([GATTOutput], Result)
   ) -> ([Output], Result)? {
-    guard var half = gatt else { return nil }
-    gatt = nil  // no copy of the half while it changes
-    let (produced, result) = step(&half)
-    gatt = half
+    guard gatt != nil else { return nil }
+    let (produced, result) = step(&gatt!)  // in place: no copy of the half
     var outputs = produced.map(Output.gatt)
     // Every link state change publishes the retained `<dev>/connection`.
     if produced.contains(where: \.isRetainedPublication) { outputs += syncLinkStates(now: now) }

@@ -99,20 +99,12 @@ public struct DeviceRegistry: Sendable {
   /// - Returns: What changed, or `nil` when the device is new and could not be admitted.
   public mutating func observe(_ advertisement: Advertisement, now: Double) -> Observation? {
     let address = advertisement.address
-    if var record = byAddress[address] {
-      let before = record
-      record.addressType = advertisement.addressType
-      if let name = advertisement.name { record.name = name }
-      if let rssi = advertisement.rssi { record.rssi = rssi }
-      record.lastSeen = max(record.lastSeen, now)
-      record.online = true
-      byAddress[address] = record
-      let listChanged =
-        before.name != record.name || before.addressType != record.addressType
-        || !before.online
+    // A known device (nearly every advertisement): updated in place, one look-up.
+    if let index = byAddress.index(forKey: address) {
+      let (cameOnline, listChanged) = Self.refresh(&byAddress.values[index], advertisement, now)
       return Observation(
-        record: record, isNew: false, cameOnline: !before.online, listChanged: listChanged,
-        evicted: [])
+        record: byAddress.values[index], isNew: false, cameOnline: cameOnline,
+        listChanged: listChanged, evicted: [])
     }
     var evicted: [DeviceRecord] = []
     if byAddress.count >= capacity {
@@ -131,6 +123,25 @@ public struct DeviceRegistry: Sendable {
     addressesByID[id] = address
     return Observation(
       record: record, isNew: true, cameOnline: true, listChanged: true, evicted: evicted)
+  }
+
+  /// Updates a known device's record from its advertisement.
+  ///
+  /// - Returns: Whether it came back online, and whether what the devices list shows changed.
+  private static func refresh(
+    _ record: inout DeviceRecord, _ advertisement: Advertisement, _ now: Double
+  ) -> (cameOnline: Bool, listChanged: Bool) {
+    let cameOnline = !record.online
+    var listChanged = cameOnline || record.addressType != advertisement.addressType
+    record.addressType = advertisement.addressType
+    if let name = advertisement.name, name != record.name {
+      record.name = name
+      listChanged = true
+    }
+    if let rssi = advertisement.rssi { record.rssi = rssi }
+    record.lastSeen = max(record.lastSeen, now)
+    record.online = true
+    return (cameOnline, listChanged)
   }
 
   /// Sets a known device's connection state; connection activity counts as a sighting.

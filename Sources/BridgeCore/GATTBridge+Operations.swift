@@ -195,9 +195,13 @@ extension GATTBridge {
   mutating func notified(_ id: GATTCharacteristicID, _ value: [UInt8], now: Double)
     -> [GATTOutput]
   {
-    guard let link = links[id.address], link.state.isConnected else { return [] }
+    // Per value: the link's fields are read in place (a modify access), not copied with the
+    // whole link as a read of `links[address]` would.
+    guard let index = links.index(forKey: id.address) else { return [] }
+    let (connected, device) = Self.routing(&links.values[index])
+    guard connected else { return [] }
     counters.notifications += 1
-    if isTransferCharacteristic(id), var reassembler = link.reassembler {
+    if isTransferCharacteristic(id), var reassembler = links.values[index].reassembler {
       let outcome = reassembler.append(value)
       links[id.address]?.reassembler = reassembler
       switch outcome {
@@ -205,16 +209,22 @@ extension GATTBridge {
         return []
       case .complete(let text):
         counters.transfers += 1
-        return [.publish(topic: topics.transfer(link.id), payload: text, retain: false)]
+        return [.publish(topic: topics.transfer(device), payload: text, retain: false)]
       case .tooLong(let bytes):
         counters.transfersAborted += 1
-        var data = eventData(link)
+        var data = eventData(links.values[index])
         data["bytes"] = .integer(Int64(bytes))
         data["max_bytes"] = .integer(Int64(configuration.transferMaxBytes))
         return [event("transfer_too_long", data)]
       }
     }
-    return publishValue(path(id, link.id), id, value, now: now, report: nil)
+    return publishValue(path(id, device), id, value, now: now, report: nil)
+  }
+
+  /// Whether a link takes values, and its device's id (`inout` so that the caller's access is
+  /// in place).
+  private static func routing(_ link: inout Link) -> (connected: Bool, device: DeviceID) {
+    (link.state.isConnected, link.id)
   }
 
   /// The value publication of a read or notification, then the read's result.

@@ -44,7 +44,7 @@ public enum TopicError: Error, Sendable, Hashable, CustomStringConvertible {
     case .misplacedWildcard(let offset):
       "the wildcard at byte \(offset) must be a whole level ('#' only the last one)"
     case .forbiddenCharacter(let scalar, let offset):
-      "the character U+\(Hex.encode(UInt64(scalar.value), width: 4).uppercased()) at byte "
+      "the character U+\(Hex.encode(UInt64(scalar.value), width: 4, uppercase: true)) at byte "
         + "\(offset) is not allowed in topics"
     case .emptyLevel(let index):
       "level \(index) of the topic is empty"

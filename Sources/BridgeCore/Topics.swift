@@ -272,9 +272,23 @@ public struct Topics: Sendable, Hashable {
     _ device: DeviceID, _ service: BluetoothUUID, _ characteristic: BluetoothUUID,
     _ suffix: String?
   ) -> TopicName {
-    let path =
-      "\(base)/\(device.rawValue)/gatt/\(service.topicSegment)/"
-      + characteristic.topicSegment
-    return TopicName(unchecked: suffix.map { "\(path)/\($0)" } ?? path)
+    // On the path of every value: one allocation, no interpolation.
+    let serviceSegment = service.topicSegment
+    let characteristicSegment = characteristic.topicSegment
+    var topic = base
+    topic.reserveCapacity(
+      base.utf8.count + device.rawValue.utf8.count + serviceSegment.utf8.count
+        + characteristicSegment.utf8.count + (suffix?.utf8.count ?? 0) + 9)
+    topic += "/"
+    topic += device.rawValue
+    topic += "/gatt/"
+    topic += serviceSegment
+    topic += "/"
+    topic += characteristicSegment
+    if let suffix {
+      topic += "/"
+      topic += suffix
+    }
+    return TopicName(unchecked: topic)
   }
 }

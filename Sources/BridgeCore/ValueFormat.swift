@@ -58,7 +58,7 @@ public enum ValueFormat: String, CaseIterable, Sendable {
   ) throws(PayloadError) -> [UInt8] {
     switch self {
     case .hex:
-      return Array(Hex.encode(bytes).utf8)
+      return Hex.ascii(bytes)
     case .base64:
       return Array(Base64.encode(bytes).utf8)
     case .utf8:

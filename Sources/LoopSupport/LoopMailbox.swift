@@ -1,5 +1,5 @@
 public import Glibc
-import Synchronization
+public import Synchronization
 
 /// The mailbox of a loop thread (the MQTT client's and each D-Bus connection's): other threads
 /// post commands and wake the thread through a pipe, which the thread polls together with its
@@ -12,10 +12,12 @@ import Synchronization
 /// Once ``close()`` has been called, ``post(_:)`` refuses every command, so that the caller
 /// answers it itself and nothing waits for a thread that has ended.
 public final class LoopMailbox<Command: Sendable>: Sendable {
-  private let inbox = Mutex<(commands: [Command], closed: Bool)>(([], false))
+  // `post(contentsOf:)` and `take()` run for every batch a thread hands over: inlinable, so
+  // that they are specialised for the command type instead of looking its metadata up.
+  @usableFromInline let inbox = Mutex<(commands: [Command], closed: Bool)>(([], false))
   /// The read end of the wake-up pipe: poll it for `POLLIN`.
   public let wakeFD: Int32
-  private let wakeWriteFD: Int32
+  @usableFromInline let wakeWriteFD: Int32
 
   /// Makes a mailbox with a non-blocking, close-on-exec wake-up pipe.
   ///
@@ -48,6 +50,7 @@ public final class LoopMailbox<Command: Sendable>: Sendable {
   ///
   /// - Parameter commands: The commands.
   /// - Returns: `false` when the mailbox is closed: the caller must answer every command.
+  @inlinable
   public func post(contentsOf commands: some Collection<Command>) -> Bool {
     guard !commands.isEmpty else { return true }
     let (accepted, first) = inbox.withLock { inbox in
@@ -76,10 +79,12 @@ public final class LoopMailbox<Command: Sendable>: Sendable {
 
   /// The commands posted since the last call, oldest first (loop thread, or a thread that holds
   /// what the loop thread holds while it works).
+  @inlinable
   public func take() -> [Command] {
     inbox.withLock { inbox in
-      defer { inbox.commands.removeAll() }
-      return inbox.commands
+      var taken: [Command] = []
+      swap(&taken, &inbox.commands)
+      return taken
     }
   }
 

@@ -130,16 +130,21 @@ public final class MQTTClient: Sendable {
         }
       }
     }
-    core.send(
-      contentsOf: batch.flatMap { handOff -> [Command] in
-        switch handOff {
-        case .enqueue(let message): [.publish(message, nil)]
-        case .retainedState(let message): [.retain(message)]
-        case .publishOnce(let message): [.publish(message, nil), .forgetRetained(message.topic)]
-        case .forgetRetained(let topic): [.forgetRetained(topic)]
-        case .forgetRetainedBelow(let prefix): [.forgetRetainedBelow(prefix)]
-        }
-      })
+    // One array for the batch (the path of every value: no array per hand-off).
+    var commands: [Command] = []
+    commands.reserveCapacity(batch.count)
+    for handOff in batch {
+      switch handOff {
+      case .enqueue(let message): commands.append(.publish(message, nil))
+      case .retainedState(let message): commands.append(.retain(message))
+      case .publishOnce(let message):
+        commands.append(.publish(message, nil))
+        commands.append(.forgetRetained(message.topic))
+      case .forgetRetained(let topic): commands.append(.forgetRetained(topic))
+      case .forgetRetainedBelow(let prefix): commands.append(.forgetRetainedBelow(prefix))
+      }
+    }
+    core.send(contentsOf: commands)
   }
 
   /// Publishes `message` now and again after every reconnect (for retained state such as a

@@ -79,7 +79,15 @@ public struct MQTTMessage: Sendable, Hashable {
   /// Whether the broker keeps the message as the topic's retained value.
   public var retain: Bool
   /// MQTT 5 properties.
-  public var properties: MQTTPublishProperties
+  public var properties: MQTTPublishProperties {
+    get { boxedProperties?.value ?? MQTTPublishProperties() }
+    set { boxedProperties = newValue.isEmpty ? nil : PropertiesBox(newValue) }
+  }
+  /// The properties when there are any: most messages have none, and a message is copied
+  /// several times on its way to the broker (one reference instead of five fields to copy).
+  private var boxedProperties: PropertiesBox?
+  /// Whether ``properties`` has any.
+  var hasProperties: Bool { boxedProperties != nil }
   /// For received QoS ≥ 1 messages, the broker's packet identifier (0 otherwise). A broker
   /// re-delivering a message it could not confirm (after a restart, say) reuses the identifier.
   public var packetIdentifier: Int = 0
@@ -123,4 +131,15 @@ public struct MQTTMessage: Sendable, Hashable {
       }
     }
   }
+}
+
+/// Publish properties behind one reference (``MQTTMessage/properties``).
+private final class PropertiesBox: Sendable, Hashable {
+  let value: MQTTPublishProperties
+
+  init(_ value: MQTTPublishProperties) { self.value = value }
+
+  static func == (lhs: PropertiesBox, rhs: PropertiesBox) -> Bool { lhs.value == rhs.value }
+
+  func hash(into hasher: inout Hasher) { hasher.combine(value) }
 }

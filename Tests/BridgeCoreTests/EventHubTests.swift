@@ -32,6 +32,29 @@ struct EventHubTests {
     #expect(log.finished.withLock { $0 } == 0)
   }
 
+  @Test("detaching one sink leaves the others attached; each gets every batch once")
+  func detachOne() {
+    let hub = EventHub<Int>(bufferSize: 4)
+    let first = SinkLog()
+    let second = SinkLog()
+    let third = SinkLog()
+    let one = hub.attach(first.sink)
+    let two = hub.attach(second.sink)
+    _ = hub.attach(third.sink)
+    hub.yield(contentsOf: [1, 2])
+    two.cancel()
+    hub.yield(3)
+    one.cancel()
+    one.cancel()
+    hub.yield(4)
+    #expect(first.batches.withLock { $0 } == [[1, 2], [3]])
+    #expect(second.batches.withLock { $0 } == [[1, 2]])
+    #expect(third.batches.withLock { $0 } == [[1, 2], [3], [4]])
+    hub.finish()
+    #expect(third.finished.withLock { $0 } == 1)
+    #expect(first.finished.withLock { $0 } == 0)
+  }
+
   @Test("finish ends sinks once; a sink attached after the end is finished at once")
   func finish() {
     let hub = EventHub<Int>(bufferSize: 4)

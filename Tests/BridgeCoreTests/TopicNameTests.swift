@@ -133,5 +133,6 @@ struct TopicNameTests {
     #expect(TopicError.wildcard(offset: 3).code == "invalid_topic")
     #expect(TopicError.wildcard(offset: 3).description.contains("byte 3"))
     #expect(TopicError.forbiddenCharacter("\u{0}", offset: 1).description.contains("U+0000"))
+    #expect(TopicError.forbiddenCharacter("\u{7F}", offset: 1).description.contains("U+007F"))
   }
 }

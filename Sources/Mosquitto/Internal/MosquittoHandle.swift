@@ -130,7 +130,9 @@ final class MosquittoHandle: MQTTTransport {
   }
 
   func publish(_ message: MQTTMessage) -> MQTTSendResult {
-    let list = configuration.protocolVersion == .v5 ? PropertyList(message.properties) : nil
+    let list =
+      configuration.protocolVersion == .v5 && message.hasProperties
+      ? PropertyList(message.properties) : nil
     var mid: Int32 = 0
     let rc = message.payload.withUnsafeBytes { bytes in
       mosquitto_publish_v5(
