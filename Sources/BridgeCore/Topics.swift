@@ -265,7 +265,14 @@ public struct Topics: Sendable, Hashable {
   }
 
   private func device(_ device: DeviceID, _ suffix: String) -> TopicName {
-    TopicName(unchecked: "\(base)/\(device.rawValue)/\(suffix)")
+    // For every advertisement: one allocation, no interpolation.
+    var topic = base
+    topic.reserveCapacity(base.utf8.count + device.rawValue.utf8.count + suffix.utf8.count + 2)
+    topic += "/"
+    topic += device.rawValue
+    topic += "/"
+    topic += suffix
+    return TopicName(unchecked: topic)
   }
 
   private func characteristic(
