@@ -19,12 +19,18 @@
 #              central first reads the characteristic once (short read): BlueZ 5.66 tells a
 #              GATT application a central's MTU only in read and write requests, never on
 #              StartNotify, so without it the gateway stays at 20-byte chunks.
+# Where the time goes: CPU (utime+stime, /proc/<pid>/stat) of the sender, the central,
+# bluetoothd, btvirt and dbus-daemon, and the guest's busy time (/proc/stat, both vCPUs; what
+# no process listed took — the kernel's Bluetooth work queues, interrupts — is the rest), from
+# the central's start to its `text`, as shares of one vCPU over that time.
 # Each run checks the reassembled text byte for byte (loss, reordering or duplication all show
 # as a difference). Results: <scenario dir>/benchmark.json and benchmark.txt (the table the
 # launcher prints); ratios are gatt2mqtt bytes/s over the baseline's at the same MTU.
 
 import asyncio
 import json
+import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -84,6 +90,41 @@ def outcome(text: bytes, ev: dict) -> dict:
     }
 
 
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+DAEMONS = ("bluetoothd", "btvirt", "dbus-daemon")
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """utime + stime of a process (all its threads), in seconds; 0 when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def snapshot(procs: dict) -> dict:
+    """CPU seconds so far of `procs` (label -> Proc), the daemons and the whole guest."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    ticks = [int(f) for f in fields]
+    s = {"t": time.monotonic(), "guest": (sum(ticks[:8]) - ticks[3] - ticks[4]) / CLK_TCK}
+    for name in DAEMONS:
+        out = subprocess.run(["pidof", name], capture_output=True, text=True).stdout
+        s[name] = sum(cpu_seconds(int(p)) for p in out.split())
+    for label, proc in procs.items():
+        s[label] = cpu_seconds(proc.pid)
+    return s
+
+
+def shares(a: dict, b: dict) -> dict:
+    """Per entry, its CPU between two snapshots as a share of one vCPU; `wall_s` the time."""
+    wall = max(b["t"] - a["t"], 1e-6)
+    out = {k: round((b[k] - a[k]) / wall, 3) for k in a if k != "t"}
+    out["rest"] = round(out["guest"] - sum(v for k, v in out.items() if k != "guest"), 3)
+    out["wall_s"] = round(wall, 2)
+    return out
+
+
 class Incomplete(Exception):
     """The link dropped before `EOM`: what had arrived."""
 
@@ -92,19 +133,24 @@ class Incomplete(Exception):
         self.event = event
 
 
-async def central_run(lab, mtu: int, name: str, read_first: bool = False, done=None) -> dict:
-    """The central's `text` event. `done`, when given, is awaited first: the sender's own
-    report that it sent everything; a text that does not follow within a grace period lost
-    chunks (or its `EOM`): `Incomplete` with what had arrived."""
+async def central_run(lab, mtu: int, name: str, sender, read_first: bool = False,
+                      done=None) -> tuple[dict, dict]:
+    """The central's `text` event, and the CPU shares while it ran (`sender`: the sending
+    process). `done`, when given, is awaited first: the sender's own report that it sent
+    everything; a text that does not follow within a grace period lost chunks (or its `EOM`):
+    `Incomplete` with what had arrived."""
     central = await lab.peer("central", name=name, mtu=mtu, service=SERVICE, read_first=read_first,
                              exit_on_disconnect=True)
+    procs = {"sender": sender, "central": central}
+    before = snapshot(procs)
     try:
         if done is not None:
             await done(central)
             timeout = GRACE
         else:
             timeout = TEXT_TIMEOUT
-        return await central.wait("text", timeout=timeout)
+        ev = await central.wait("text", timeout=timeout)
+        return ev, shares(before, snapshot(procs))
     except LabError:
         cut = central.events("incomplete")
         if cut:
@@ -127,7 +173,8 @@ async def baseline_run(lab, text: bytes, mtu: int) -> dict:
         sender.send("text", text=text.decode(), send=False)
         ev = await sender.wait("text", after=mark, timeout=60)
         lab.check(ev["bytes"] == len(text), f"transfer peer took {ev['bytes']} bytes")
-        return outcome(text, await central_run(lab, mtu, f"central-baseline-mtu{mtu}"))
+        ev, cpu = await central_run(lab, mtu, f"central-baseline-mtu{mtu}", sender)
+        return outcome(text, ev) | {"cpu": cpu}
     finally:
         await sender.stop()
 
@@ -157,15 +204,15 @@ async def gateway_run(lab, mqtt, text: bytes, mtu: int, mode) -> dict:
                 await asyncio.sleep(0.2)
 
         try:
-            ev = await central_run(lab, mtu, f"central-{tag}",
-                                   read_first=mtu > 23 and mode != "socket", done=sent)
+            ev, cpu = await central_run(lab, mtu, f"central-{tag}", gateway,
+                                        read_first=mtu > 23 and mode != "socket", done=sent)
         except Incomplete as cut:
             # Chunks were dropped (the link gave up): a result, not an error of the benchmark.
             e = cut.event
             return {"bytes": e["bytes"], "intact": False, "chunks": e["chunks"], "chunk_size": 0,
                     "mtu": mtu, "elapsed_s": round(float(e["elapsed_s"]), 3), "bytes_per_s": 0.0,
                     "chunks_per_s": 0.0, "lost": str(cut)}
-        result = outcome(text, ev)
+        result = outcome(text, ev) | {"cpu": cpu}
         lab.check(gateway.running, "the gateway exited during the transfer")
         return result
     finally:
@@ -204,6 +251,21 @@ def table(results: dict) -> str:
             lines.append(
                 f"  {mtu:>4}  {label:<27}{r['chunk_size']:>6}{r['chunks']:>8}{r['elapsed_s']:>9.2f}s"
                 f"{r['bytes_per_s']:>11.0f}{r['chunks_per_s']:>10.1f}  {state:<8}{ratio:>7}")
+    lines += ["", "  CPU while the central ran, in vCPUs (1.00 = one of the guest's 2 busy all the time);",
+              "  rest = guest busy time no listed process took (kernel work queues, interrupts)", "",
+              f"  {'MTU':>4}  {'sender':<27}{'wall':>7}{'guest':>7}{'sender':>8}{'central':>8}"
+              f"{'bluetoothd':>11}{'btvirt':>8}{'dbus':>7}{'rest':>7}"]
+    for mtu in MTUS:
+        for key, r in results.get(str(mtu), {}).items():
+            cpu = r.get("cpu") if isinstance(r, dict) else None
+            if not cpu:
+                continue
+            label = "baseline (Bumble)" if key == "baseline" else label_of(
+                key if key == "socket" else float(key))
+            lines.append(
+                f"  {mtu:>4}  {label:<27}{cpu['wall_s']:>6.2f}s{cpu['guest']:>7.2f}{cpu['sender']:>8.2f}"
+                f"{cpu['central']:>8.2f}{cpu['bluetoothd']:>11.2f}{cpu['btvirt']:>8.2f}"
+                f"{cpu['dbus-daemon']:>7.2f}{cpu['rest']:>7.2f}")
     lines.append("")
     lines += ratio_lines(results)
     return "\n".join(lines) + "\n"
