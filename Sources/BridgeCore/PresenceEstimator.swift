@@ -94,13 +94,76 @@ public struct PresenceEstimator: Sendable {
   }
 
   private struct Track: Sendable {
-    var samples: [Sample] = []
+    private(set) var samples: [Sample] = []
+    /// `Σ wᵢ` and `Σ wᵢ·rssiᵢ` over ``samples`` with `wᵢ = 2^((tᵢ − reference) / halfLife)`:
+    /// their ratio is the weighted mean at any `now` no earlier than the newest sample (the
+    /// factor `2^((reference − now) / halfLife)` cancels), kept as samples come and go so that
+    /// a sample costs one weight instead of one per sample kept.
+    private var reference = 0.0
+    private var weights = 0.0
+    private var weighted = 0.0
     var state: State?
     var connected = false
     var lastSeen: Double
     /// When the device was last heard at a strength the controller could not measure.
     var heardUnmeasured: Double?
     var reported: (reading: Reading, time: Double)?
+
+    init(lastSeen: Double) {
+      self.lastSeen = lastSeen
+    }
+
+    /// Adds the newest sample.
+    mutating func append(_ sample: Sample, halfLife: Double) {
+      samples.append(sample)
+      let halvings = halfLife > 0 ? (sample.time - reference) / halfLife : .infinity
+      // The newest weight stays at most 2^60: otherwise the sums start afresh.
+      guard samples.count > 1, halvings >= 0, halvings <= 60 else {
+        return recompute(halfLife: halfLife)
+      }
+      let weight = HalfLife.power(halvings)
+      weights += weight
+      weighted += weight * Double(sample.rssi)
+    }
+
+    /// Drops the `count` oldest samples.
+    mutating func removeFirst(_ count: Int, halfLife: Double) {
+      guard count > 0 else { return }
+      guard count < samples.count, halfLife > 0 else {
+        samples.removeFirst(count)
+        return recompute(halfLife: halfLife)
+      }
+      for sample in samples[..<count] {
+        let weight = HalfLife.power(max(-1000, (sample.time - reference) / halfLife))
+        weights -= weight
+        weighted -= weight * Double(sample.rssi)
+      }
+      samples.removeFirst(count)
+      if !(weights > 0) { recompute(halfLife: halfLife) }
+    }
+
+    /// The weighted mean at `now` (``PresenceEstimator/weightedMean(_:now:halfLife:)``).
+    func mean(now: Double, halfLife: Double) -> Double? {
+      // The sums hold while no sample is in the future and no weight vanished (1000
+      // half-lives); otherwise the mean is computed sample by sample.
+      guard let oldest = samples.first, let newest = samples.last, halfLife > 0,
+        now >= newest.time, (now - oldest.time) / halfLife < 1000, weights > 0
+      else { return PresenceEstimator.weightedMean(samples, now: now, halfLife: halfLife) }
+      return weighted / weights
+    }
+
+    /// The sums afresh, relative to the newest sample (weight 1; older ones less).
+    private mutating func recompute(halfLife: Double) {
+      reference = samples.last?.time ?? 0
+      weights = 0
+      weighted = 0
+      guard halfLife > 0 else { return }
+      for sample in samples {
+        let weight = HalfLife.power(max(-1000, (sample.time - reference) / halfLife))
+        weights += weight
+        weighted += weight * Double(sample.rssi)
+      }
+    }
   }
 
   /// The mean at or above which a device becomes present, in dBm (`presence.enter_rssi`,
@@ -210,10 +273,8 @@ public struct PresenceEstimator: Sendable {
     // Taken out of the dictionary so that its samples are changed in place, not copied.
     var track = tracks.removeValue(forKey: address) ?? Track(lastSeen: now)
     if Advertisement.measurableRSSI.contains(rssi) {
-      track.samples.append(Sample(time: now, rssi: rssi))
-      if track.samples.count > maximumSamples {
-        track.samples.removeFirst(track.samples.count - maximumSamples)
-      }
+      track.append(Sample(time: now, rssi: rssi), halfLife: halfLife)
+      track.removeFirst(track.samples.count - maximumSamples, halfLife: halfLife)
     } else {
       // Heard, at a strength nobody measured (HCI's 127): no sample for the mean.
       track.heardUnmeasured = now
@@ -265,12 +326,9 @@ public struct PresenceEstimator: Sendable {
     _ address: BluetoothAddress, _ track: inout Track, now: Double
   ) -> Reading? {
     let horizon = now - window
-    if let firstKept = track.samples.firstIndex(where: { $0.time >= horizon }) {
-      track.samples.removeFirst(firstKept)
-    } else {
-      track.samples.removeAll()
-    }
-    let mean = Self.weightedMean(track.samples, now: now, halfLife: halfLife)
+    track.removeFirst(
+      track.samples.firstIndex { $0.time >= horizon } ?? track.samples.count, halfLife: halfLife)
+    let mean = track.mean(now: now, halfLife: halfLife)
     let state: State
     if track.connected {
       state = .present

@@ -134,6 +134,42 @@ struct PresenceEstimatorTests {
     #expect(result16 == nil, "too soon after the last")
   }
 
+  @Test(
+    "the sums kept as samples come and go give the sample-by-sample mean: over the cap, the window, gaps and a clock step back"
+  )
+  func keptSumsMatchTheMean() throws {
+    var estimator = PresenceEstimator(
+      halfLife: 2, window: 60, maximumSamples: 32, rssiChange: 0, reportInterval: 0)
+    var now = t0
+    var seed: UInt64 = 42
+    var checked = 0
+    for step in 0..<5000 {
+      seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+      let rssi = -40 - Int(seed >> 58)  // -40 … -103
+      // Mostly 0.05-0.8 s apart; now and then a gap longer than the window, or a step back.
+      now += step % 997 == 500 ? 90 : step % 1499 == 700 ? -5 : Double(seed >> 60 + 1) * 0.05
+      // Reported at every step (no minimum change or interval) but for the few after the step
+      // back, which come "sooner than the interval" after the last report.
+      if let reading = estimator.record(device, rssi: rssi, now: now) {
+        let expected = PresenceEstimator.weightedMean(
+          estimator.samples(of: device), now: now, halfLife: 2)
+        #expect(abs((reading.rssi ?? .nan) - (expected ?? .nan)) < 1e-9, "step \(step)")
+        checked += 1
+      }
+      if step % 10 == 0 {
+        // Later, with samples leaving the window (on a copy: expiry reports count as reports).
+        var copy = estimator
+        let later = now + Double(step % 70)
+        if let reading = copy.expire(now: later).first?.reading {
+          let expected = PresenceEstimator.weightedMean(
+            copy.samples(of: device), now: later, halfLife: 2)
+          #expect(abs((reading.rssi ?? .nan) - (expected ?? .nan)) < 1e-9, "step \(step) later")
+        }
+      }
+    }
+    #expect(checked > 4900)
+  }
+
   @Test("history is bounded by window and sample count")
   func boundedHistory() {
     var estimator = PresenceEstimator(window: 60, maximumSamples: 8)

@@ -102,6 +102,19 @@ public struct HomeAssistantDiscovery: Sendable {
 
   // MARK: - Devices
 
+  // Read through `inout` so that a dictionary value is read in place: its getter copies it
+  // (every advertisement of every device goes through here).
+
+  /// Whether `device`'s configs were made with the advertised name `name`.
+  private static func isCurrent(_ device: inout Device, name: [UInt8]?) -> Bool {
+    device.nameBytes == name
+  }
+
+  /// Whether `device` has not seen one of `keys` yet.
+  private static func lacksAny(of keys: [String], _ device: inout Device) -> Bool {
+    keys.contains { !device.seen.contains($0) }
+  }
+
   /// A device was heard (its advertisement is published): the RSSI and presence entities the
   /// first time, an entity for each newly decoded field, every config again when its name
   /// changed.
@@ -113,11 +126,14 @@ public struct HomeAssistantDiscovery: Sendable {
   public mutating func observed(_ record: DeviceRecord, decoded: DecodedAdvertisement?)
     -> [BridgeOutput]
   {
-    // The common case first, without building a string: a known device, the same name bytes,
-    // no new field.
-    if var device = devices[record.address], device.nameBytes == record.name {
-      let keys = decoded?.fields.keys ?? []
-      guard keys.contains(where: { !device.seen.contains($0) }) else { return [] }
+    // The common case first, without building a string or copying the device's entry: a
+    // known device, the same name bytes, no new field.
+    let keys = decoded?.fields.keys ?? []
+    if let index = devices.index(forKey: record.address),
+      Self.isCurrent(&devices.values[index], name: record.name)
+    {
+      guard Self.lacksAny(of: keys, &devices.values[index]) else { return [] }
+      var device = devices.values[index]
       device.seen.formUnion(keys)
       let new = keys.filter { !device.fields.contains($0) && HomeAssistantField.named($0) != nil }
       guard !new.isEmpty else {
