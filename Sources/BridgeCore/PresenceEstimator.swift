@@ -96,12 +96,15 @@ public struct PresenceEstimator: Sendable {
   private struct Track: Sendable {
     private(set) var samples: [Sample] = []
     /// `Σ wᵢ` and `Σ wᵢ·rssiᵢ` over ``samples`` with `wᵢ = 2^((tᵢ − reference) / halfLife)`:
-    /// their ratio is the weighted mean at any `now` no earlier than the newest sample (the
+    /// their ratio is the weighted mean at any `now` no earlier than the latest sample (the
     /// factor `2^((reference − now) / halfLife)` cancels), kept as samples come and go so that
     /// a sample costs one weight instead of one per sample kept.
     private var reference = 0.0
     private var weights = 0.0
     private var weighted = 0.0
+    /// The latest sample's time (samples are in arrival order; a clock step back breaks the
+    /// time order).
+    private var latest = -Double.infinity
     var state: State?
     var connected = false
     var lastSeen: Double
@@ -117,13 +120,12 @@ public struct PresenceEstimator: Sendable {
     mutating func append(_ sample: Sample, halfLife: Double) {
       samples.append(sample)
       let halvings = halfLife > 0 ? (sample.time - reference) / halfLife : .infinity
-      // The newest weight stays at most 2^60: otherwise the sums start afresh.
+      // Weights stay within 2^-1000 … 2^60: otherwise the sums start afresh.
       guard samples.count > 1, halvings >= 0, halvings <= 60 else {
         return recompute(halfLife: halfLife)
       }
-      let weight = HalfLife.power(halvings)
-      weights += weight
-      weighted += weight * Double(sample.rssi)
+      latest = max(latest, sample.time)
+      account(sample, 1, halfLife: halfLife)
     }
 
     /// Drops the `count` oldest samples.
@@ -133,36 +135,36 @@ public struct PresenceEstimator: Sendable {
         samples.removeFirst(count)
         return recompute(halfLife: halfLife)
       }
-      for sample in samples[..<count] {
-        let weight = HalfLife.power(max(-1000, (sample.time - reference) / halfLife))
-        weights -= weight
-        weighted -= weight * Double(sample.rssi)
-      }
+      for sample in samples[..<count] { account(sample, -1, halfLife: halfLife) }
       samples.removeFirst(count)
       if !(weights > 0) { recompute(halfLife: halfLife) }
     }
 
     /// The weighted mean at `now` (``PresenceEstimator/weightedMean(_:now:halfLife:)``).
     func mean(now: Double, halfLife: Double) -> Double? {
-      // The sums hold while no sample is in the future and no weight vanished (1000
-      // half-lives); otherwise the mean is computed sample by sample.
-      guard let oldest = samples.first, let newest = samples.last, halfLife > 0,
-        now >= newest.time, (now - oldest.time) / halfLife < 1000, weights > 0
-      else { return PresenceEstimator.weightedMean(samples, now: now, halfLife: halfLife) }
+      // The sums hold while no sample is in the future and the latest weight has not
+      // vanished (1000 half-lives); otherwise the mean is computed sample by sample.
+      guard halfLife > 0, now >= latest, (now - latest) / halfLife < 1000, weights > 0 else {
+        return PresenceEstimator.weightedMean(samples, now: now, halfLife: halfLife)
+      }
       return weighted / weights
     }
 
-    /// The sums afresh, relative to the newest sample (weight 1; older ones less).
+    /// The sums afresh, relative to the latest sample (weight 1; the others less).
     private mutating func recompute(halfLife: Double) {
-      reference = samples.last?.time ?? 0
+      latest = samples.lazy.map(\.time).max() ?? -.infinity
+      reference = samples.isEmpty ? 0 : latest
       weights = 0
       weighted = 0
       guard halfLife > 0 else { return }
-      for sample in samples {
-        let weight = HalfLife.power(max(-1000, (sample.time - reference) / halfLife))
-        weights += weight
-        weighted += weight * Double(sample.rssi)
-      }
+      for sample in samples { account(sample, 1, halfLife: halfLife) }
+    }
+
+    /// Adds `sign` × the sample's weight to the sums.
+    private mutating func account(_ sample: Sample, _ sign: Double, halfLife: Double) {
+      let weight = sign * HalfLife.power(max(-1000, (sample.time - reference) / halfLife))
+      weights += weight
+      weighted += weight * Double(sample.rssi)
     }
   }
 

@@ -170,6 +170,20 @@ struct PresenceEstimatorTests {
     #expect(checked > 4900)
   }
 
+  @Test("a sample from far before the others (a clock stepped back hours) leaves the mean finite")
+  func farStepBack() throws {
+    var estimator = PresenceEstimator(
+      halfLife: 2, window: 10_000, rssiChange: 0, reportInterval: 0)
+    _ = estimator.record(device, rssi: -50, now: t0)
+    _ = estimator.record(device, rssi: -60, now: t0 + 1)
+    _ = estimator.record(device, rssi: -70, now: t0 - 3000)  // 1,500 half-lives back
+    let reading = try #require(estimator.expire(now: t0 + 2).first?.reading)
+    let expected = try #require(
+      PresenceEstimator.weightedMean(estimator.samples(of: device), now: t0 + 2, halfLife: 2))
+    let mean = try #require(reading.rssi)
+    #expect(mean.isFinite && abs(mean - expected) < 1e-9)
+  }
+
   @Test("history is bounded by window and sample count")
   func boundedHistory() {
     var estimator = PresenceEstimator(window: 60, maximumSamples: 8)
