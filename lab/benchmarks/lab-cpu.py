@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from mqtt import Mqtt
-from procs import LabError
+from procs import CLK_TCK, LabError, cpu_seconds, pids, thread_cpu_seconds
 
 ROWS = "BENCH"
 TIMEOUT = 1500
@@ -55,7 +55,6 @@ REPO = Path(__file__).resolve().parents[2]
 BASELINE = REPO / "Benchmarks" / "lab-cpu-baseline.py"
 BRIDGES = ("gatt2mqtt", "baseline")
 DAEMONS = ("bluetoothd", "dbus-daemon", "mosquitto")
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 BROKER_PID = 0  # the benchmark's mosquitto
 
 
@@ -157,21 +156,10 @@ class Syscalls:
         return calls
 
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a process (all its threads), in seconds."""
-    text = Path(f"/proc/{pid}/stat").read_text()
-    fields = text.rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-
-def pids(name: str) -> list[int]:
-    out = subprocess.run(["pidof", name], capture_output=True, text=True).stdout
-    return [int(p) for p in out.split()]
-
-
 def snapshot(bridge_pid: int) -> dict:
     try:
-        s = {"t": time.monotonic(), "bridge": cpu_seconds(bridge_pid)}
+        s = {"t": time.monotonic(), "bridge": cpu_seconds(bridge_pid),
+             "threads": thread_cpu_seconds(bridge_pid)}
     except OSError:
         raise LabError(f"the bridge (pid {bridge_pid}) is gone") from None
     for name in DAEMONS:
@@ -186,7 +174,13 @@ def snapshot(bridge_pid: int) -> dict:
 
 
 def delta(a: dict, b: dict) -> dict:
-    return {k: round(b[k] - a[k], 3) for k in a if k != "t"}
+    return {k: round(b[k] - a[k], 3) for k in a if k not in ("t", "threads")}
+
+
+def thread_delta(a: dict, b: dict) -> dict:
+    """The bridge's CPU seconds by thread name between two snapshots (threads that used some)."""
+    out = {name: round(cpu - a["threads"].get(name, 0.0), 3) for name, cpu in b["threads"].items()}
+    return {name: cpu for name, cpu in sorted(out.items(), key=lambda kv: -kv[1]) if cpu > 0}
 
 
 def gateway_config(lab, connect: str | None = None) -> str:
@@ -279,7 +273,7 @@ async def notification_run(lab, mqtt, kind: str, rate: float = RATE) -> dict:
     return {
         "events": k1 - k0, "forwarded": len(seqs), "expected": NOTIFICATIONS,
         "in_order": seqs == list(range(len(seqs))), "wall_s": round(c1["t"] - c0["t"], 2),
-        "cpu_s": delta(c0, c1), "syscalls": calls,
+        "cpu_s": delta(c0, c1), "threads_s": thread_delta(c0, c1), "syscalls": calls,
     }
 
 
@@ -330,7 +324,7 @@ async def advertisement_run(lab, mqtt, kind: str, beacons) -> dict:
             b.send("beacon", interval=0)
         await bridge.stop()
     return {"events": sent1 - sent0, "forwarded": forwarded, "wall_s": round(c1["t"] - c0["t"], 2),
-            "cpu_s": delta(c0, c1), "syscalls": calls}
+            "cpu_s": delta(c0, c1), "threads_s": thread_delta(c0, c1), "syscalls": calls}
 
 
 def ms(x: float) -> str:
@@ -398,6 +392,11 @@ def table(results: dict) -> str:
         cells = [f"{ok[k]['events'] / max(ok[k]['wall_s'], 0.001):>14.1f}/s" if k in ok else f"{'-':>16}"
                  for k in BRIDGES]
         lines.append(f"  {'rate':22}{''.join(cells)}")
+        for k in BRIDGES:  # where in the bridge: CPU per event of its busiest threads
+            if k in ok and ok[k]["events"] > 0 and ok[k].get("threads_s"):
+                busiest = list(ok[k]["threads_s"].items())[:6]
+                lines.append(f"  {k} by thread: " + ", ".join(
+                    f"{name} {ms(cpu / ok[k]['events'])}" for name, cpu in busiest))
     if STRACE:
         lines += syscall_lines(results)
     lines.append("")

@@ -30,11 +30,10 @@
 import asyncio
 import json
 import os
-import subprocess
 import time
 from pathlib import Path
 
-from procs import LabError
+from procs import CLK_TCK, LabError, cpu_seconds, pids
 
 ROWS = "BENCH"
 TIMEOUT = 1800
@@ -90,17 +89,7 @@ def outcome(text: bytes, ev: dict) -> dict:
     }
 
 
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 DAEMONS = ("bluetoothd", "btvirt", "dbus-daemon")
-
-
-def cpu_seconds(pid: int | None) -> float:
-    """utime + stime of a process (all its threads), in seconds; 0 when it is gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
 def snapshot(procs: dict) -> dict:
@@ -109,10 +98,9 @@ def snapshot(procs: dict) -> dict:
     ticks = [int(f) for f in fields]
     s = {"t": time.monotonic(), "guest": (sum(ticks[:8]) - ticks[3] - ticks[4]) / CLK_TCK}
     for name in DAEMONS:
-        out = subprocess.run(["pidof", name], capture_output=True, text=True).stdout
-        s[name] = sum(cpu_seconds(int(p)) for p in out.split())
+        s[name] = sum(cpu_seconds(p, missing=0.0) for p in pids(name))
     for label, proc in procs.items():
-        s[label] = cpu_seconds(proc.pid)
+        s[label] = cpu_seconds(proc.pid, missing=0.0)
     return s
 
 

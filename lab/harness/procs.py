@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -23,6 +24,47 @@ def scaled(seconds: float) -> float:
 
 class LabError(AssertionError):
     """A check failed; the message is the one-line reason shown in the summary."""
+
+
+# CPU accounting for the benchmarks (lab/benchmarks): utime + stime from /proc, in clock ticks.
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int, missing: float | None = None) -> float:
+    """utime + stime of a process (all its threads), in seconds. When the process is gone:
+    `missing` if given, else OSError."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        if missing is None:
+            raise
+        return missing
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def thread_cpu_seconds(pid: int) -> dict[str, float]:
+    """utime + stime of a process's threads by thread name (threads of one name summed), in
+    seconds; empty when the process is gone. Names are the kernel's 15-character `comm`."""
+    out: dict[str, float] = {}
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            head, _, rest = (task / "stat").read_text().rpartition(")")
+        except OSError:
+            continue  # the thread ended meanwhile
+        name = head.split("(", 1)[1]
+        fields = rest.split()
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return out
+
+
+def pids(name: str) -> list[int]:
+    """The processes of that name (`pidof`)."""
+    out = subprocess.run(["pidof", name], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
 
 
 class Launched:
