@@ -7,10 +7,31 @@ import Synchronization
 
 /// One characteristic whose notifications arrive through the socket of `AcquireNotify`.
 struct AcquiredNotify: Sendable {
-  /// Counts the values the socket carried (on the reader thread).
+  /// Counts the values the socket carried, and the reads that found a deep backlog (on the
+  /// reader thread).
   final class Tap: Sendable {
     let values = Atomic<Int>(0)
+    let backlogs = Atomic<Int>(0)
   }
+
+  /// Counts, across sockets, the reads that found ``backlogWarning`` values or more waiting.
+  final class Backlogs: Sendable {
+    let count = Atomic<Int>(0)
+  }
+
+  /// Values waiting at once in a socket from which the gateway warns that bluetoothd may be
+  /// dropping some.
+  ///
+  /// bluetoothd writes each value into its end of the socket pair without waiting, and drops
+  /// the value when that fails (bluez 5.66 `src/gatt-client.c`, `notify_io_cb`: it logs
+  /// `sendmsg: Resource temporarily unavailable`; the gateway cannot see it). An `AF_UNIX`
+  /// `SOCK_SEQPACKET` pair queues as much as the *sending* end's buffer holds
+  /// (`net.core.wmem_default`, 212,992 bytes by default: 278 values of up to ~100 bytes, 167
+  /// of up to 512); the receiving end's `SO_RCVBUF` bounds nothing, so the gateway has no
+  /// buffer of its own to enlarge (the test "the receive buffer of a socket pair bounds
+  /// nothing" shows it). What it can do is read on a thread of its own and say when it fell
+  /// behind: 128 values at once means the socket was at least half full.
+  static let backlogWarning = 128
 
   /// The socket, owned by the reader.
   let fd: Int32
@@ -122,10 +143,25 @@ extension BlueZCentral {
     }
     let tap = AcquiredNotify.Tap()
     let hub = self.hub
+    let backlogs = self.backlogs
+    let logger = self.logger
     reader.add(
       fd,
       receive: { values in
         tap.values.add(values.count, ordering: .relaxed)
+        if values.count >= AcquiredNotify.backlogWarning {
+          backlogs.count.add(1, ordering: .relaxed)
+          if tap.backlogs.add(1, ordering: .relaxed).oldValue == 0 {
+            logger.warning(
+              """
+              \(values.count) notifications waited at once in the socket of AcquireNotify: \
+              bluetoothd drops values when its end is full (about 278 short values at the \
+              default net.core.wmem_default); raise net.core.wmem_default before bluetoothd \
+              starts, or set bluetooth.gatt.notify_methods to "start" for this device
+              """,
+              metadata: ["ble.characteristic": "\(characteristic)"])
+          }
+        }
         hub.yield(contentsOf: values.map { .notification(characteristic, $0) })
       },
       closed: { [weak self] in

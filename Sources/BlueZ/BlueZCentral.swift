@@ -46,6 +46,9 @@ public actor BlueZCentral: BLECentral {
     public var notifyStarted = 0
     /// Characteristics whose notifications come through an acquired socket now.
     public var acquiredSockets = 0
+    /// Reads of an acquired socket that found ``AcquiredNotify/backlogWarning`` (128) values or
+    /// more waiting: the reader fell behind, and bluetoothd may have dropped values.
+    public var notifyBacklogs = 0
   }
 
   struct DiscoverySession: Sendable {
@@ -98,6 +101,8 @@ public actor BlueZCentral: BLECentral {
   var startNotifyOnly: Set<GATTCharacteristicID> = []
   /// Reads the acquired sockets; started with the first.
   var notifyReader: DatagramReader?
+  /// Deep backlogs found in acquired sockets, counted on the reader thread.
+  let backlogs = AcquiredNotify.Backlogs()
   /// Discovery through the kernel (``BlueZCentralConfiguration/ScanMethod/management``), made
   /// at the first start.
   var scanner: ManagementScanner?
@@ -167,6 +172,7 @@ public actor BlueZCentral: BLECentral {
     result.malformed = model.malformed
     result.synced = synced
     result.acquiredSockets = acquiredNotify.count
+    result.notifyBacklogs = backlogs.count.load(ordering: .relaxed)
     return result
   }
 

@@ -2,6 +2,7 @@ import BlueZ
 import BridgeCore
 import BusTestSupport
 import DBus
+import Glibc
 import Logging
 import Testing
 
@@ -275,6 +276,65 @@ struct BlueZGATTTests {
       #expect(await central.statistics.acquiredSockets == 0)
       await fake.stop()
     }
+  }
+
+  @Test(
+    "a read that finds 128 values or more waiting in the acquired socket counts a backlog; values read as they come count none"
+  )
+  func acquiredBacklog() async throws {
+    try await PrivateBus.with { bus in
+      let (fake, device, central, events, task) = try await Self.resolved(bus)
+      defer { task.cancel() }
+      let id = Self.levelID
+      let waiting = (0..<200).map { [0xB0, UInt8($0)] }
+      fake.state.acquirePrefill.withLock { $0 = waiting }
+      try await central.setNotify(id, enabled: true, timeout: 5)
+      try await events.next { $0 == .notification(id, waiting.last!) }
+      #expect(await central.statistics.notifyBacklogs == 1)
+
+      for index in 0..<20 {
+        fake.notifyAcquired(device.level, [0xC0, UInt8(index)])
+        try await events.next { $0 == .notification(id, [0xC0, UInt8(index)]) }
+      }
+      #expect(await central.statistics.notifyBacklogs == 1)
+      await fake.stop()
+    }
+  }
+
+  /// What ``AcquiredNotify/backlogWarning`` rests on: the queue of an `AF_UNIX`
+  /// `SOCK_SEQPACKET` pair (the socket of `AcquireNotify`) is bounded by the sending end's
+  /// buffer, which is bluetoothd's; the gateway's `SO_RCVBUF` changes nothing.
+  @Test("the receive buffer of a socket pair bounds nothing: the sending end's buffer does")
+  func socketPairCapacity() throws {
+    func capacity(receiveBuffer: Int32?, sendBuffer: Int32?) throws -> Int {
+      var fds: [Int32] = [-1, -1]
+      try #require(
+        socketpair(
+          AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0, &fds) == 0)
+      defer {
+        close(fds[0])
+        close(fds[1])
+      }
+      func set(_ fd: Int32, _ option: Int32, _ value: Int32?) {
+        guard var value else { return }
+        _ = setsockopt(fd, SOL_SOCKET, option, &value, socklen_t(MemoryLayout<Int32>.size))
+      }
+      set(fds[1], SO_RCVBUF, receiveBuffer)
+      set(fds[0], SO_SNDBUF, sendBuffer)
+      var sent = 0
+      let value: [UInt8] = [0x10, 0x48, 0x00, 0x00]
+      while sent < 100_000,
+        value.withUnsafeBytes({ Glibc.send(fds[0], $0.baseAddress, $0.count, 0) }) == 4
+      {
+        sent += 1
+      }
+      return sent
+    }
+    let plain = try capacity(receiveBuffer: nil, sendBuffer: nil)
+    #expect(plain > 0 && plain < 100_000)
+    #expect(try capacity(receiveBuffer: 4 << 20, sendBuffer: nil) == plain)
+    #expect(try capacity(receiveBuffer: 4096, sendBuffer: nil) == plain)
+    #expect(try capacity(receiveBuffer: nil, sendBuffer: 4 << 20) > plain)
   }
 
   @Test("AcquireNotify off: the socket is drained and shut, no StopNotify; on again acquires anew")

@@ -98,6 +98,9 @@ extension FakeBlueZ {
             throw DBusError(name: "org.bluez.Error.Failed", message: "socketpair failed")
           }
           state.notifySockets.withLock { $0[path] = fds[0] }
+          for value in state.acquirePrefill.withLock({ $0 }) {
+            _ = value.withUnsafeBytes { Glibc.send(fds[0], $0.baseAddress, $0.count, 0) }
+          }
           try await change(path, interface, ["NotifyAcquired": .bool(true)])
           return [.unixFD(DBusFileDescriptor(taking: fds[1])), .uint16(mtu ?? 23)]
         }

@@ -30,6 +30,9 @@ final class FakeBlueZ: Sendable {
     let peripheral = Mutex(FakePeripheralRecords())
     /// The fake's end of each acquired notification socket, by characteristic path.
     let notifySockets = Mutex<[String: Int32]>([:])
+    /// Values written into the next acquired socket before `AcquireNotify` answers: a
+    /// backlog waiting when the client starts reading.
+    let acquirePrefill = Mutex<[[UInt8]]>([])
   }
 
   let connection: DBusConnection
