@@ -17,6 +17,9 @@ only) and the gateway binary with `--radio simulated --world <generated file>`:
               when it grew less than 5%. The gateway's health reports give the registry size.
   startup     seconds from process start to the retained `online` state on the broker
               (median of 10 runs), with the default simulated world and with --radio none.
+  idle        a gateway with nothing to do (--radio none, and the simulated radio with an empty
+              world), 20 s after start-up: wake-ups per second by thread (voluntary context
+              switches) and CPU per minute.
 
 Messages are counted by a bare MQTT 3.1.1 subscriber on a raw socket (QoS 0, packets walked,
 not decoded), so that counting 20,000 messages/s takes little of the CPU the gateway, the
@@ -479,6 +482,54 @@ def startup(binary: str, workdir: Path, runs: int = 10) -> dict:
     return results
 
 
+def thread_switches(pid: int) -> dict[str, int]:
+    """Voluntary context switches (a thread going to sleep: each is a wake-up later) of a
+    process's threads, by thread name."""
+    out: dict[str, int] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text().strip()
+            status = (task / "status").read_text()
+        except OSError:
+            continue  # the thread ended meanwhile
+        for line in status.splitlines():
+            if line.startswith("voluntary_ctxt_switches:"):
+                out[name] = out.get(name, 0) + int(line.split()[1])
+    return out
+
+
+def idle(binary: str, workdir: Path, seconds: float = 20) -> dict:
+    """A gateway with nothing to do: its wake-ups per second by thread and its CPU, after
+    start-up has settled. What a gateway costs a Pi between events."""
+    broker = Broker(workdir)
+    counter = Counter(broker.port, ["gatt2mqtt/bridge/+/state"])
+    results = {}
+    try:
+        for label, gateway_id, world, extra in (
+                ("radio none", "idlen", None, ["--radio", "none"]),
+                ("simulated, empty world", "idles", "devices: []\n", [])):
+            gateway = start_gateway(binary, broker.port, world, workdir, gateway_id, extra)
+            try:
+                wait_for(lambda: b"online" in counter.states.get(gateway_id, (0, b""))[1], 30,
+                         f"the online state of {gateway_id}", gateway)
+                time.sleep(3)
+                before, cpu0 = thread_switches(gateway.pid), cpu_seconds(gateway.pid)
+                time.sleep(seconds)
+                after, cpu1 = thread_switches(gateway.pid), cpu_seconds(gateway.pid)
+            finally:
+                stop(gateway)
+            threads = {name: round(max(0, n - before.get(name, 0)) / seconds, 2)
+                       for name, n in after.items()}
+            threads = {k: v for k, v in sorted(threads.items(), key=lambda kv: -kv[1]) if v > 0}
+            results[label] = {"seconds": seconds, "wakeups_per_s": round(sum(threads.values()), 2),
+                              "threads": threads,
+                              "cpu_ms_per_min": round((cpu1 - cpu0) / seconds * 60 * 1000, 1)}
+    finally:
+        counter.close()
+        broker.stop()
+    return results
+
+
 # -- report ----------------------------------------------------------------------------------
 def ms(cpu: float, n: int) -> str:
     return f"{cpu / n * 1000:.3f} ms" if n else "-"
@@ -545,6 +596,14 @@ def report(results: dict) -> str:
             lines.append(f"  {label:28} median {row['median_s'] * 1000:.0f} ms "
                          f"(min {row['min_s'] * 1000:.0f}, max {row['max_s'] * 1000:.0f}, "
                          f"{row['runs']} runs)")
+    i = results.get("idle")
+    if i:
+        lines += ["", "idle: a gateway with nothing to do, after start-up (wake-ups = voluntary "
+                  "context switches of its threads)"]
+        for label, row in i.items():
+            busiest = ", ".join(f"{name} {n:g}" for name, n in list(row["threads"].items())[:4])
+            lines.append(f"  {label:24} {row['wakeups_per_s']:>6.1f} wake-ups/s ({busiest}); "
+                         f"CPU {row['cpu_ms_per_min']:g} ms per minute")
     return "\n".join(lines) + "\n"
 
 
@@ -621,7 +680,7 @@ def main() -> None:
         return
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("which", nargs="?", default="all",
-                   choices=["throughput", "rotation", "startup", "decoding", "all"])
+                   choices=["throughput", "rotation", "startup", "idle", "decoding", "all"])
     p.add_argument("--gateway", default=str(REPO / ".build/release/gatt2mqtt"))
     p.add_argument("--minutes", type=float, default=10, help="length of the rotation run")
     p.add_argument("--window", type=float, default=15, help="seconds per throughput window")
@@ -646,6 +705,9 @@ def main() -> None:
         if args.which in ("startup", "all"):
             print("startup…", flush=True)
             results["startup"] = startup(gateway, workdir)
+        if args.which in ("idle", "all"):
+            print("idle…", flush=True)
+            results["idle"] = idle(gateway, workdir)
         if args.which in ("throughput", "all"):
             print("throughput…", flush=True)
             results["throughput"] = throughput(gateway, workdir, args.window, args.event_interval,

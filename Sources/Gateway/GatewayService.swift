@@ -39,6 +39,10 @@ public final class GatewayService: Service, Sendable {
   /// This run, in the retained state; and what the state of other runs with our id means.
   private let instance: GatewayInstance
   private let duplicates: Mutex<DuplicateGatewayGuard>
+  /// Signalled whenever ``duplicates`` changed: ``untilStopped()`` waits for it while no rival
+  /// is known, instead of checking four times a second for ever.
+  private let duplicatesChanged: AsyncStream<Void>
+  private let duplicatesChangedSink: AsyncStream<Void>.Continuation
   /// The fleet's messages that arrived before the gateway started acting; `nil` from then on.
   private let standbyFleet = Mutex<HeldFleetMessages?>(HeldFleetMessages())
   /// `peripheral/start|stop` requests waiting for ``servePeripheralCommands()``.
@@ -95,6 +99,8 @@ public final class GatewayService: Service, Sendable {
     // The broker publishes the will of a run that lost power after 1.5 × keepalive.
     duplicates = Mutex(
       DuplicateGatewayGuard(own: instance, grace: 1.5 * Double(configuration.mqtt.keepalive) + 5))
+    (duplicatesChanged, duplicatesChangedSink) = AsyncStream.makeStream(
+      of: Void.self, bufferingPolicy: .bufferingNewest(1))
     replyPolicy = ReplyTopicPolicy(
       prefix: configuration.mqtt.responseTopicPrefix ?? configuration.mqtt.baseTopic)
     do {
@@ -366,14 +372,20 @@ public final class GatewayService: Service, Sendable {
         return .shutdown
       }
       race.addTask {
+        var changes = self.duplicatesChanged.makeAsyncIterator()
         while !Task.isCancelled {
           let now = self.seconds(ContinuousClock.now)
-          let (stop, acted, stale) = self.duplicates.withLock {
-            ($0.shouldStop(now: now), $0.stopsAtOnce, $0.dismissSilentRival(now: now))
+          let (stop, acted, stale, rival) = self.duplicates.withLock {
+            ($0.shouldStop(now: now), $0.stopsAtOnce, $0.dismissSilentRival(now: now), $0.rival)
           }
           if stop { return .duplicate(acted: acted) }
           if let stale { self.report(stale, now: now) }
-          try? await Task.sleep(for: .milliseconds(250))
+          if rival == nil {
+            // Nothing can change with time alone: wait for a state message (or for acting).
+            guard await changes.next() != nil else { break }
+          } else {
+            try? await Task.sleep(for: .milliseconds(250))
+          }
         }
         return .shutdown
       }
@@ -411,6 +423,7 @@ public final class GatewayService: Service, Sendable {
       if case .newcomer(let other, _) = verdict { return (verdict, known != other) }
       return (verdict, true)
     }
+    duplicatesChangedSink.yield()
     guard first else { return }
     report(verdict, now: now)
   }

@@ -113,6 +113,21 @@ struct MQTTSessionTests {
     #expect(session.takeEvents() == [.connected(sessionPresent: false, reconnect: false)])
   }
 
+  @Test(
+    "connected and idle, the loop wakes for the keepalive every tenth of it (at least every second); otherwise within a second"
+  )
+  func idleDeadline() {
+    var transport = FakeTransport()
+    var configuration = Self.configuration()
+    var idle = MQTTSession(configuration: configuration, logger: Self.logger)
+    #expect(idle.nextDeadline(now: 100) <= 100)  // the first attempt is due at once
+    idle.tick(now: 100, on: &transport)
+    #expect(idle.nextDeadline(now: 100) == 101)  // awaiting the CONNACK
+    #expect(Self.connected(configuration, &transport).nextDeadline(now: 100) == 106)
+    configuration.keepalive = 5
+    #expect(Self.connected(configuration, &transport).nextDeadline(now: 100) == 101)
+  }
+
   @Test("in-flight window: at most max_inflight QoS 1 unacknowledged; each PUBACK lets one more go")
   func inflightWindow() {
     var transport = FakeTransport()

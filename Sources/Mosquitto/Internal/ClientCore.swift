@@ -336,7 +336,7 @@ final class ClientCore: @unchecked Sendable {
       socket: handle.socket,
       events: (publishersRead ? Self.pollPeerClosed : Int16(POLLIN))
         | (handle.wantsWrite ? Int16(POLLOUT) : 0),
-      timeout: Int32(max(0, min(1000, (deadline - t) * 1000)).rounded(.up)))
+      timeout: Int32(max(0, min(60_000, (deadline - t) * 1000)).rounded(.up)))
   }
 
   /// Processes what callbacks recorded (C calls made by the session can complete writes at
