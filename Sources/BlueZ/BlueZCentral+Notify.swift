@@ -149,20 +149,19 @@ extension BlueZCentral {
       fd,
       receive: { values in
         tap.values.add(values.count, ordering: .relaxed)
-        if values.count >= AcquiredNotify.backlogWarning {
-          backlogs.count.add(1, ordering: .relaxed)
-          if tap.backlogs.add(1, ordering: .relaxed).oldValue == 0 {
-            logger.warning(
-              """
-              \(values.count) notifications waited at once in the socket of AcquireNotify: \
-              bluetoothd drops values when its end is full (about 278 short values at the \
-              default net.core.wmem_default); raise net.core.wmem_default before bluetoothd \
-              starts, or set bluetooth.gatt.notify_methods to "start" for this device
-              """,
-              metadata: ["ble.characteristic": "\(characteristic)"])
-          }
-        }
         hub.yield(contentsOf: values.map { .notification(characteristic, $0) })
+        guard values.count >= AcquiredNotify.backlogWarning else { return }
+        backlogs.count.add(1, ordering: .relaxed)
+        guard tap.backlogs.add(1, ordering: .relaxed).oldValue == 0 else { return }
+        hub.yield(.notificationBacklog(characteristic, waiting: values.count))
+        logger.warning(
+          """
+          \(values.count) notifications waited at once in the socket of AcquireNotify: \
+          bluetoothd drops values when its end is full (about 278 short values at the \
+          default net.core.wmem_default); raise net.core.wmem_default before bluetoothd \
+          starts, or set bluetooth.gatt.notify_methods to "start" for this device
+          """,
+          metadata: ["ble.characteristic": "\(characteristic)"])
       },
       closed: { [weak self] in
         Task { await self?.acquiredSocketEnded(characteristic, fd: fd) }

@@ -164,7 +164,7 @@ public struct DiscoveryBridge: Sendable {
     case .deviceAppeared(let advertisement), .deviceUpdated(let advertisement):
       return observe(advertisement, now: now)
     case .deviceRemoved(let address): return removed(address)
-    case .servicesResolved, .notification, .notifyingChanged: return []
+    case .servicesResolved, .notification, .notifyingChanged, .notificationBacklog: return []
     case .scannerWatchdog(let step):
       let (type, data) = step.bridgeEvent
       return [

@@ -45,6 +45,14 @@ extension GATTBridge {
       return resolved(address, tree, now: now)
     case .notification(let characteristic, let value):
       return notified(characteristic, value, now: now)
+    case .notificationBacklog(let characteristic, let waiting):
+      counters.notificationBacklogs += 1
+      guard let link = links[characteristic.address] else { return [] }
+      var data = eventData(link)
+      data["service"] = .string(characteristic.service.topicSegment)
+      data["characteristic"] = .string(characteristic.characteristic.topicSegment)
+      data["waiting"] = .integer(Int64(waiting))
+      return [self.event("notification_backlog", data)]
     case .notifyingChanged(let characteristic, let on):
       guard var link = links[characteristic.address] else { return [] }
       let changed = link.notifying.contains(characteristic) != on

@@ -28,7 +28,7 @@
 /// | `<base>/<dev>/gatt/<svc>/<chr>` | per `mqtt.retain_values` | a read or a notification |
 /// | `<base>/<dev>/gatt/<svc>/<chr>/result` | no | each request's outcome, notification state changes |
 /// | `<base>/<dev>/transfer` | no | a complete transfer-protocol text |
-/// | `<base>/bridge/<gw>/event` | no | `connected`, `disconnected`, `connect_failed`, `gatt_resolved`, `transfer_aborted`, `transfer_too_long`, `request_error` |
+/// | `<base>/bridge/<gw>/event` | no | `connected`, `disconnected`, `connect_failed`, `gatt_resolved`, `notification_backlog`, `transfer_aborted`, `transfer_too_long`, `request_error` |
 public struct GATTBridge: Sendable {
   /// The settings; every default is the documented configuration default.
   public struct Configuration: Sendable {
@@ -134,6 +134,9 @@ public struct GATTBridge: Sendable {
     public var unexpectedDisconnects: UInt64 = 0
     /// Notifications received.
     public var notifications: UInt64 = 0
+    /// Times a characteristic's notification channel was found holding a backlog
+    /// (``CentralEvent/notificationBacklog(_:waiting:)``): values may have been lost.
+    public var notificationBacklogs: UInt64 = 0
     /// GATT operations carried out.
     public var operations: UInt64 = 0
     /// Requests and operations answered with an error.
@@ -402,6 +405,7 @@ public struct GATTBridge: Sendable {
       "connect_failures": number(counters.connectFailures),
       "unexpected_disconnects": number(counters.unexpectedDisconnects),
       "notifications": number(counters.notifications),
+      "notification_backlogs": number(counters.notificationBacklogs),
       "gatt_operations": number(counters.operations),
       "gatt_errors": number(counters.errors),
       "gatt_queued": .integer(Int64(queues.values.reduce(0) { $0 + $1.count })),

@@ -66,6 +66,10 @@ public final class GatewayMetrics: Sendable {
     ),
     ("gatt2mqtt_notifications_total", ["connections", "notifications"], "notifications forwarded"),
     (
+      "gatt2mqtt_notification_backlogs_total", ["connections", "notification_backlogs"],
+      "notification channels found holding a backlog (values may have been lost)"
+    ),
+    (
       "gatt2mqtt_gatt_operations_total", ["connections", "gatt_operations"],
       "GATT operations carried out"
     ),

@@ -289,7 +289,10 @@ struct BlueZGATTTests {
       let waiting = (0..<200).map { [0xB0, UInt8($0)] }
       fake.state.acquirePrefill.withLock { $0 = waiting }
       try await central.setNotify(id, enabled: true, timeout: 5)
-      try await events.next { $0 == .notification(id, waiting.last!) }
+      try await events.next { $0 == .notificationBacklog(id, waiting: 200) }
+      #expect(
+        events.all.last { if case .notification = $0 { true } else { false } }
+          == .notification(id, waiting.last!))
       #expect(await central.statistics.notifyBacklogs == 1)
 
       for index in 0..<20 {
@@ -297,6 +300,8 @@ struct BlueZGATTTests {
         try await events.next { $0 == .notification(id, [0xC0, UInt8(index)]) }
       }
       #expect(await central.statistics.notifyBacklogs == 1)
+      #expect(
+        events.all.filter { if case .notificationBacklog = $0 { true } else { false } }.count == 1)
       await fake.stop()
     }
   }

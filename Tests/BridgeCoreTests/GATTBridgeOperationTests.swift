@@ -327,6 +327,30 @@ struct GATTBridgeOperationTests {
     #expect(h.results(hr).last?["status"] == "ok")
   }
 
+  @Test(
+    "a backlog in a notification channel: one notification_backlog event naming the characteristic, counted in health"
+  )
+  func notificationBacklog() throws {
+    var h = readyHarness()
+    let id = H.id(H.heartRate, H.heartRateMeasurement)
+    let outputs = h.event(.notificationBacklog(id, waiting: 200))
+    #expect(outputs.count == 1)
+    #expect(
+      h.events("notification_backlog") == [
+        [
+          "device": "A4C1381E29DF", "address": "A4:C1:38:1E:29:DF", "service": "180d",
+          "characteristic": "2a37", "waiting": 200,
+        ]
+      ])
+    #expect(h.bridge.healthJSON["notification_backlogs"] == .integer(1))
+    // A device the bridge has no link for: counted, no event.
+    let stranger = GATTCharacteristicID(
+      address: Fixture.address("11:22:33:44:55:66"), service: H.heartRate,
+      characteristic: H.heartRateMeasurement)
+    #expect(h.event(.notificationBacklog(stranger, waiting: 150)).isEmpty)
+    #expect(h.bridge.healthJSON["notification_backlogs"] == .integer(2))
+  }
+
   @Test("notify operations carry the method of the first matching rule, else the default")
   func notifyMethods() throws {
     var h = readyHarness(
