@@ -7,31 +7,64 @@ import Synchronization
 
 /// One characteristic whose notifications arrive through the socket of `AcquireNotify`.
 struct AcquiredNotify: Sendable {
-  /// Counts the values the socket carried, and the reads that found a deep backlog (on the
-  /// reader thread).
+  /// Counts the values the socket carried, and the reads that found a backlog (on the reader
+  /// thread).
   final class Tap: Sendable {
     let values = Atomic<Int>(0)
     let backlogs = Atomic<Int>(0)
+    /// Values read at once from which the reader reports a backlog (``backlogThreshold(sendBuffer:)``).
+    let threshold: Int
+
+    init(threshold: Int) {
+      self.threshold = threshold
+    }
   }
 
-  /// Counts, across sockets, the reads that found ``backlogWarning`` values or more waiting.
+  /// Counts, across sockets, the reads that found a backlog.
   final class Backlogs: Sendable {
     let count = Atomic<Int>(0)
   }
 
-  /// Values waiting at once in a socket from which the gateway warns that bluetoothd may be
-  /// dropping some.
+  /// Bytes of bluetoothd's send buffer one short value takes while it waits in the socket
+  /// (Linux 6.1: 212,992 bytes hold 278 values of up to ~100 bytes; 167 of up to 512).
+  static let bytesPerQueuedValue = 766
+
+  /// The most values one read hands over (the reader's batch limit).
+  static let readLimit = 256
+
+  /// How many values read at once make a backlog worth reporting, for bluetoothd's send buffer
+  /// of `sendBuffer` bytes: half of the short values that buffer holds, between 8 and
+  /// ``readLimit``.
   ///
   /// bluetoothd writes each value into its end of the socket pair without waiting, and drops
   /// the value when that fails (bluez 5.66 `src/gatt-client.c`, `notify_io_cb`: it logs
   /// `sendmsg: Resource temporarily unavailable`; the gateway cannot see it). An `AF_UNIX`
-  /// `SOCK_SEQPACKET` pair queues as much as the *sending* end's buffer holds
-  /// (`net.core.wmem_default`, 212,992 bytes by default: 278 values of up to ~100 bytes, 167
-  /// of up to 512); the receiving end's `SO_RCVBUF` bounds nothing, so the gateway has no
-  /// buffer of its own to enlarge (the test "the receive buffer of a socket pair bounds
-  /// nothing" shows it). What it can do is read on a thread of its own and say when it fell
-  /// behind: 128 values at once means the socket was at least half full.
-  static let backlogWarning = 128
+  /// `SOCK_SEQPACKET` pair queues as much as the *sending* end's buffer holds (bluetoothd's,
+  /// `net.core.wmem_default` when it made the pair); the receiving end's `SO_RCVBUF` bounds
+  /// nothing, so the gateway has no buffer of its own to enlarge (the test "the receive buffer
+  /// of a socket pair bounds nothing" shows it). What it can do is read on a thread of its own
+  /// and say when it fell behind by half of what bluetoothd's end holds, before values are lost.
+  ///
+  /// - Parameter sendBuffer: bluetoothd's send buffer in bytes.
+  /// - Returns: The threshold in values.
+  static func backlogThreshold(sendBuffer: Int) -> Int {
+    min(readLimit, max(8, sendBuffer / bytesPerQueuedValue / 2))
+  }
+
+  /// ``backlogThreshold(sendBuffer:)`` for the buffer bluetoothd's sockets get now
+  /// (`/proc/sys/net/core/wmem_default`; Linux's default 212,992 bytes when it cannot be read).
+  static func currentBacklogThreshold() -> Int {
+    var bytes = 212_992
+    let fd = open("/proc/sys/net/core/wmem_default", O_RDONLY | O_CLOEXEC)
+    if fd >= 0 {
+      defer { close(fd) }
+      var buffer = [UInt8](repeating: 0, count: 32)
+      let count = read(fd, &buffer, buffer.count)
+      let text = String(decoding: buffer[..<max(0, count)], as: UTF8.self)
+      if let value = Int(text.filter(\.isNumber)), value > 0 { bytes = value }
+    }
+    return backlogThreshold(sendBuffer: bytes)
+  }
 
   /// The socket, owned by the reader.
   let fd: Int32
@@ -141,27 +174,20 @@ extension BlueZCentral {
     if let previous = acquiredNotify.removeValue(forKey: characteristic) {
       reader.remove(previous.fd)
     }
-    let tap = AcquiredNotify.Tap()
+    let tap = AcquiredNotify.Tap(threshold: AcquiredNotify.currentBacklogThreshold())
     let hub = self.hub
     let backlogs = self.backlogs
-    let logger = self.logger
     reader.add(
       fd,
-      receive: { values in
+      receive: { [weak self] values in
         tap.values.add(values.count, ordering: .relaxed)
         hub.yield(contentsOf: values.map { .notification(characteristic, $0) })
-        guard values.count >= AcquiredNotify.backlogWarning else { return }
+        guard values.count >= tap.threshold else { return }
         backlogs.count.add(1, ordering: .relaxed)
         guard tap.backlogs.add(1, ordering: .relaxed).oldValue == 0 else { return }
         hub.yield(.notificationBacklog(characteristic, waiting: values.count))
-        logger.warning(
-          """
-          \(values.count) notifications waited at once in the socket of AcquireNotify: \
-          bluetoothd drops values when its end is full (about 278 short values at the \
-          default net.core.wmem_default); raise net.core.wmem_default before bluetoothd \
-          starts, or set bluetooth.gatt.notify_methods to "start" for this device
-          """,
-          metadata: ["ble.characteristic": "\(characteristic)"])
+        // Logged off the reader thread, which holds the socket's lock here.
+        Task { await self?.reportBacklog(characteristic, read: values.count, tap.threshold) }
       },
       closed: { [weak self] in
         Task { await self?.acquiredSocketEnded(characteristic, fd: fd) }
@@ -174,10 +200,23 @@ extension BlueZCentral {
       metadata: ["ble.characteristic": "\(characteristic)", "ble.mtu": "\(mtu)"])
   }
 
+  /// Says once per acquired socket that the reader fell behind (see
+  /// ``AcquiredNotify/backlogThreshold(sendBuffer:)``).
+  func reportBacklog(_ characteristic: GATTCharacteristicID, read: Int, _ threshold: Int) {
+    logger.warning(
+      """
+      the gateway fell behind the notification socket: \(read) values read at once (the \
+      threshold is \(threshold), half of what bluetoothd's end holds); bluetoothd drops \
+      values unseen when its end is full. Raise net.core.wmem_default before bluetoothd \
+      starts, or set bluetooth.gatt.notify_methods to "start" for this device
+      """,
+      metadata: ["ble.characteristic": "\(characteristic)"])
+  }
+
   /// The reader thread of acquired sockets, started at the first one.
   private func readerForNotifications() throws(LoopError) -> DatagramReader {
     if let notifyReader { return notifyReader }
-    let reader = try DatagramReader(name: "gatt-notify")
+    let reader = try DatagramReader(name: "gatt-notify", batchLimit: AcquiredNotify.readLimit)
     notifyReader = reader
     return reader
   }

@@ -46,8 +46,9 @@ public actor BlueZCentral: BLECentral {
     public var notifyStarted = 0
     /// Characteristics whose notifications come through an acquired socket now.
     public var acquiredSockets = 0
-    /// Reads of an acquired socket that found ``AcquiredNotify/backlogWarning`` (128) values or
-    /// more waiting: the reader fell behind, and bluetoothd may have dropped values.
+    /// Reads of an acquired socket that found a backlog (half of what bluetoothd's end of the
+    /// socket holds, 139 short values at Linux's default buffer): the reader fell behind, and
+    /// bluetoothd may have dropped values.
     public var notifyBacklogs = 0
   }
 

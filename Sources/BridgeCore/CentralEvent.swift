@@ -34,9 +34,10 @@ public enum CentralEvent: Sendable, Hashable {
   /// Notifications of a characteristic were turned on or off (by us, or by the stack when the
   /// link went down).
   case notifyingChanged(GATTCharacteristicID, Bool)
-  /// The channel that carries a characteristic's notifications held `waiting` values at once:
-  /// the gateway fell behind, and the stack may have dropped values it could not buffer
-  /// (BlueZ does so unseen on the socket of `AcquireNotify`). Reported once per subscription.
+  /// The gateway read `waiting` values at once from the channel that carries a characteristic's
+  /// notifications (at most one read's worth: 256 on BlueZ's socket): it fell behind, and the
+  /// stack may have dropped values it could not buffer (BlueZ does so unseen on the socket of
+  /// `AcquireNotify`). Reported once per channel (after a reconnection, again).
   case notificationBacklog(GATTCharacteristicID, waiting: Int)
   /// The central's scanner watchdog took a step (``ScannerWatchdogEvent``).
   case scannerWatchdog(ScannerWatchdogEvent)

@@ -380,12 +380,11 @@ public final class GatewayService: Service, Sendable {
           }
           if stop { return .duplicate(acted: acted) }
           if let stale { self.report(stale, now: now) }
-          if rival == nil {
-            // Nothing can change with time alone: wait for a state message (or for acting).
-            guard await changes.next() != nil else { break }
-          } else {
-            try? await Task.sleep(for: .milliseconds(250))
-          }
+          // Without a rival nothing changes with time alone: wait for a state message.
+          // (Should the stream end before cancellation, checking four times a second again.)
+          var poll = rival != nil
+          if !poll { poll = await changes.next() == nil && !Task.isCancelled }
+          if poll { try? await Task.sleep(for: .milliseconds(250)) }
         }
         return .shutdown
       }

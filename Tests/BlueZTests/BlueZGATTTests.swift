@@ -1,10 +1,11 @@
-import BlueZ
 import BridgeCore
 import BusTestSupport
 import DBus
 import Glibc
 import Logging
 import Testing
+
+@testable import BlueZ
 
 /// Connections and GATT operations of the central against ``FakeBlueZ`` on a private bus.
 @Suite(
@@ -279,36 +280,67 @@ struct BlueZGATTTests {
   }
 
   @Test(
-    "a read that finds 128 values or more waiting in the acquired socket counts a backlog; values read as they come count none"
+    "a read of the backlog threshold's worth of waiting values reports a backlog, once per socket; one value fewer, or values read as they come, report none"
   )
   func acquiredBacklog() async throws {
     try await PrivateBus.with { bus in
       let (fake, device, central, events, task) = try await Self.resolved(bus)
       defer { task.cancel() }
       let id = Self.levelID
-      let waiting = (0..<200).map { [0xB0, UInt8($0)] }
+      let threshold = AcquiredNotify.currentBacklogThreshold()
+      func backlogs() -> [CentralEvent] {
+        events.all.filter { if case .notificationBacklog = $0 { true } else { false } }
+      }
+      func values(_ tag: UInt8, _ count: Int) -> [[UInt8]] {
+        (0..<count).map { [tag, UInt8($0 & 0xFF), UInt8($0 >> 8)] }
+      }
+
+      // One value fewer than the threshold waiting when the socket comes: no backlog.
+      let fewer = values(0xA0, threshold - 1)
+      fake.state.acquirePrefill.withLock { $0 = fewer }
+      try await central.setNotify(id, enabled: true, timeout: 5)
+      try await events.next { $0 == .notification(id, fewer.last!) }
+      #expect(backlogs().isEmpty)
+
+      // A new socket with the threshold's worth waiting: reported once, after its values.
+      try await central.setNotify(id, enabled: false, timeout: 5)
+      try await fake.endAcquired(device.level)
+      try await events.next { $0 == .notifyingChanged(id, false) }
+      let waiting = values(0xB0, threshold)
       fake.state.acquirePrefill.withLock { $0 = waiting }
       try await central.setNotify(id, enabled: true, timeout: 5)
-      try await events.next { $0 == .notificationBacklog(id, waiting: 200) }
-      #expect(
-        events.all.last { if case .notification = $0 { true } else { false } }
-          == .notification(id, waiting.last!))
+      try await events.next { $0 == .notificationBacklog(id, waiting: threshold) }
+      let all = events.all
+      let backlog = all.lastIndex { $0 == .notificationBacklog(id, waiting: threshold) }
+      let lastValue = all.lastIndex { $0 == .notification(id, waiting.last!) }
+      #expect(backlog != nil && lastValue != nil && lastValue! < backlog!)
       #expect(await central.statistics.notifyBacklogs == 1)
 
+      // Values read as they come report nothing more.
       for index in 0..<20 {
         fake.notifyAcquired(device.level, [0xC0, UInt8(index)])
         try await events.next { $0 == .notification(id, [0xC0, UInt8(index)]) }
       }
       #expect(await central.statistics.notifyBacklogs == 1)
-      #expect(
-        events.all.filter { if case .notificationBacklog = $0 { true } else { false } }.count == 1)
+      #expect(backlogs().count == 1)
       await fake.stop()
     }
   }
 
-  /// What ``AcquiredNotify/backlogWarning`` rests on: the queue of an `AF_UNIX`
+  @Test(
+    "the backlog threshold is half of the short values bluetoothd's send buffer holds, between 8 and one read"
+  )
+  func backlogThreshold() {
+    #expect(AcquiredNotify.backlogThreshold(sendBuffer: 212_992) == 139)  // Linux's default
+    #expect(AcquiredNotify.backlogThreshold(sendBuffer: 65_536) == 42)
+    #expect(AcquiredNotify.backlogThreshold(sendBuffer: 4_096) == 8)
+    #expect(AcquiredNotify.backlogThreshold(sendBuffer: 8 << 20) == AcquiredNotify.readLimit)
+  }
+
+  /// What ``AcquiredNotify/backlogThreshold(sendBuffer:)`` rests on: the queue of an `AF_UNIX`
   /// `SOCK_SEQPACKET` pair (the socket of `AcquireNotify`) is bounded by the sending end's
-  /// buffer, which is bluetoothd's; the gateway's `SO_RCVBUF` changes nothing.
+  /// buffer, which is bluetoothd's, about ``AcquiredNotify/bytesPerQueuedValue`` bytes per short
+  /// value; the gateway's `SO_RCVBUF` changes nothing.
   @Test("the receive buffer of a socket pair bounds nothing: the sending end's buffer does")
   func socketPairCapacity() throws {
     func capacity(receiveBuffer: Int32?, sendBuffer: Int32?) throws -> Int {
@@ -337,6 +369,18 @@ struct BlueZGATTTests {
     }
     let plain = try capacity(receiveBuffer: nil, sendBuffer: nil)
     #expect(plain > 0 && plain < 100_000)
+    // The estimate the threshold uses, within a quarter of what this kernel queues.
+    var sendBuffer: Int32 = 0
+    var length = socklen_t(MemoryLayout<Int32>.size)
+    var fds: [Int32] = [-1, -1]
+    try #require(socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &fds) == 0)
+    _ = getsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &sendBuffer, &length)
+    close(fds[0])
+    close(fds[1])
+    let estimate = Int(sendBuffer) / AcquiredNotify.bytesPerQueuedValue
+    #expect(
+      abs(estimate - plain) <= plain / 4,
+      "\(sendBuffer) bytes: \(plain) queued, estimate \(estimate)")
     #expect(try capacity(receiveBuffer: 4 << 20, sendBuffer: nil) == plain)
     #expect(try capacity(receiveBuffer: 4096, sendBuffer: nil) == plain)
     #expect(try capacity(receiveBuffer: nil, sendBuffer: 4 << 20) > plain)

@@ -126,6 +126,8 @@ struct MQTTSessionTests {
     #expect(Self.connected(configuration, &transport).nextDeadline(now: 100) == 106)
     configuration.keepalive = 5
     #expect(Self.connected(configuration, &transport).nextDeadline(now: 100) == 101)
+    configuration.keepalive = 0  // none: nothing to look at but once a minute
+    #expect(Self.connected(configuration, &transport).nextDeadline(now: 100) == 160)
   }
 
   @Test("in-flight window: at most max_inflight QoS 1 unacknowledged; each PUBACK lets one more go")

@@ -1,4 +1,4 @@
-"""A gateway that falls behind on the AcquireNotify socket says so: the sensor notifies 50 values/s, which the gateway keeps up with (no event), then the gateway is stopped (SIGSTOP) for 10 s; after SIGCONT the gateway publishes a `notification_backlog` event naming the heart-rate characteristic with 128 values or more waiting, counts it in health, and the values it publishes stay in order and unrepeated (those bluetoothd could not buffer meanwhile are lost: counted and logged, which is what the event warns about)."""
+"""A gateway that falls behind on the AcquireNotify socket says so: the sensor notifies 50 values/s, which the gateway keeps up with (no event), then the gateway is stopped (SIGSTOP) for 10 s; after SIGCONT the gateway publishes a `notification_backlog` event naming the heart-rate characteristic with 128 values or more read at once, counts it in health, and the values it publishes stay in order and unrepeated (those bluetoothd could not buffer meanwhile are lost: counted and logged, which is what the event warns about)."""
 
 import asyncio
 import os
@@ -95,8 +95,8 @@ bluetooth:
     lab.log(f"{len(seqs)} values published ({before} before the stop), {gaps} lost while stopped; "
             f"bluetoothd logged {dropped} failed writes into its end of the socket meanwhile "
             f"(notify_io_cb: sendmsg)")
-    lab.check(gaps <= dropped, f"{gaps} values lost, bluetoothd dropped {dropped}: the gateway "
-                               f"lost {gaps - dropped} itself")
+    lab.check(0 < gaps <= dropped, f"{gaps} values lost, bluetoothd dropped {dropped} (none lost: "
+                                   f"the socket held the whole stop; more lost: the gateway's own)")
 
     # Counted in health.
     reply = "gatt2mqtt/bridge/lab/response/health_check"
@@ -104,6 +104,7 @@ bluetooth:
     mqtt.publish("gatt2mqtt/bridge/lab/request/health_check", "{}")
     report = (await mqtt.expect(reply, after=health_mark, timeout=30)).json()
     counted = report.get("data", {}).get("connections", {}).get("notification_backlogs")
-    lab.check(counted == 1, f"health connections.notification_backlogs = {counted}, not 1")
+    lab.check(isinstance(counted, int) and counted >= 1,
+              f"health connections.notification_backlogs = {counted}")
     await gateway.stop()
     await sensor.stop()

@@ -145,16 +145,18 @@ struct MQTTSession {
     return events
   }
 
-  /// The next time the session has something to do without any input (a retry or a shutdown
-  /// deadline), at most one second away; while connected, when libmosquitto's keepalive needs
-  /// looking at: a tenth of `keepalive` (at least a second), so that an idle connection does
-  /// not wake the loop thread every second, while a ping still leaves well within the 1.5 ×
-  /// keepalive after which the broker gives up on a silent client.
+  /// The next time the session has something to do without any input: a retry, the CONNACK's
+  /// or a shutdown's deadline, at most one second away; while connected, when libmosquitto's
+  /// keepalive needs looking at: a tenth of `keepalive` (at least a second; a minute without
+  /// keepalive), so that an idle connection does not wake the loop thread every second, while a
+  /// ping still leaves well within the 1.5 × keepalive after which the broker gives up on a
+  /// silent client.
   func nextDeadline(now: Double) -> Double {
     switch phase {
     case .idle(let retryAt): min(now + 1, retryAt)
     case .draining(let deadline), .disconnecting(let deadline): min(now + 1, deadline)
-    case .connected: now + max(1, Double(configuration.keepalive) / 10)
+    case .connected:
+      configuration.keepalive > 0 ? now + max(1, Double(configuration.keepalive) / 10) : now + 60
     default: now + 1
     }
   }
