@@ -109,6 +109,24 @@ class Lab:
         self.log(p.name, "ready", address or "")
         return p
 
+    def bluez_gateway_config(self, connect: list[str] | None = None, extra: str = "") -> str:
+        """The gateway configuration most scenarios start from: the lab's broker, gateway id
+        `lab`, the BlueZ radio on the lab's adapter, connecting to `connect` (addresses) when
+        given; `extra` is appended below `bluetooth:` (indented two spaces)."""
+        text = f"""
+mqtt:
+  host: 127.0.0.1
+  port: 1883
+gateway:
+  id: lab
+bluetooth:
+  radio: bluez
+  adapter: {self.adapter}
+"""
+        if connect:
+            text += "  connect:\n    addresses: [" + ", ".join(f'"{a}"' for a in connect) + "]\n"
+        return text + extra
+
     async def gateway(self, config: str, *args: str, env: dict | None = None,
                       config_name: str = "gatt2mqtt.yaml", user: str | None = None,
                       name: str = "gateway") -> Proc:

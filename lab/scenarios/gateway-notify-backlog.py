@@ -38,21 +38,11 @@ async def run(lab):
     hr = f"gatt2mqtt/{dev}/gatt/{uuids.HEART_RATE_SERVICE.lower()}/{uuids.HEART_RATE_MEASUREMENT.lower()}"
     events = "gatt2mqtt/bridge/lab/event"
     mark = mqtt.mark()
-    gateway = await lab.gateway(f"""
-mqtt:
-  host: 127.0.0.1
-  port: 1883
-gateway:
-  id: lab
-bluetooth:
-  radio: bluez
-  adapter: {lab.adapter}
-  connect:
-    addresses: ["{sensor.address}"]
+    gateway = await lab.gateway(lab.bluez_gateway_config(connect=[sensor.address], extra="""\
   gatt:
     notify: ["*/180d/2a37"]
     notify_method: acquire
-""")
+"""))
     # Values flowing through the socket, the gateway keeping up.
     await mqtt.expect(hr, after=mark, where=lambda m: hr_seq(m) >= 200, timeout=240)
     backlog = lambda m: m.json().get("type") == "notification_backlog"  # noqa: E731

@@ -16,18 +16,7 @@ async def run(lab):
     sensor = await lab.peer("sensor", hr_rate=HR_RATE, hr_count=HR_COUNT, hr_steady=True)
     dev = sensor.address.replace(":", "").upper()
     mqtt = await lab.mqtt(subscribe="gatt2mqtt/#")
-    gateway = await lab.gateway(f"""
-mqtt:
-  host: 127.0.0.1
-  port: 1883
-gateway:
-  id: lab
-bluetooth:
-  radio: bluez
-  adapter: {lab.adapter}
-  connect:
-    addresses: ["{sensor.address}"]
-""")
+    gateway = await lab.gateway(lab.bluez_gateway_config(connect=[sensor.address]))
     await mqtt.expect(f"gatt2mqtt/{dev}/connection", where=lambda m: m.json().get("state") == "ready",
                       timeout=180)
     # C11: the connected sensor's link read through the kernel's management socket (root has
