@@ -32,24 +32,13 @@ async def run(lab):
     mqtt = await lab.mqtt(subscribe="gatt2mqtt/#")
     text = ("Mitten im Satz ✓ " * 1000).encode()[:16384]
     mqtt.publish(TEXT_SET, "", retain=True)
-    addresses = ", ".join(f'"{s.address}"' for s in sensors)
-    gateway = await lab.gateway(f"""
-mqtt:
-  host: 127.0.0.1
-  port: 1883
-gateway:
-  id: lab
-bluetooth:
-  radio: bluez
-  adapter: {lab.adapter}
-  connect:
-    addresses: [{addresses}]
+    gateway = await lab.gateway(lab.bluez_gateway_config(connect=[s.address for s in sensors], extra="""\
     retry_min_delay: 0.5
     retry_max_delay: 2
 peripheral:
   enabled: true
   local_name: lab-gw
-""")
+"""))
     hr = {d: f"gatt2mqtt/{d}/gatt/{uuids.HEART_RATE_SERVICE.lower()}/{uuids.HEART_RATE_MEASUREMENT.lower()}"
           for d in devs}
 

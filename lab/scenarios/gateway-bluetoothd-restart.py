@@ -16,16 +16,7 @@ async def run(lab):
     sensor = await lab.peer("sensor")
     dev = sensor.address.replace(":", "").upper()
     mqtt = await lab.mqtt(subscribe="gatt2mqtt/#")
-    gateway = await lab.gateway(f"""
-mqtt:
-  host: 127.0.0.1
-  port: 1883
-gateway:
-  id: lab
-bluetooth:
-  radio: bluez
-  adapter: {lab.adapter}
-""")
+    gateway = await lab.gateway(lab.bluez_gateway_config())
     await mqtt.expect(f"gatt2mqtt/{dev}/advertisement", timeout=120)
 
     # bluetoothd goes away.

@@ -35,21 +35,12 @@ async def run(lab):
     peers = {"sensor": sensor, "actuator": actuator, "hostile": hostile}
     dev = {name: p.address.replace(":", "").upper() for name, p in peers.items()}
     mqtt = await lab.mqtt(subscribe="gatt2mqtt/#")
-    gateway = await lab.gateway(f"""
-mqtt:
-  host: 127.0.0.1
-  port: 1883
-gateway:
-  id: lab
-bluetooth:
-  radio: bluez
-  adapter: {lab.adapter}
-  connect:
-    addresses: ["{sensor.address}", "{actuator.address}", "{hostile.address}"]
+    gateway = await lab.gateway(lab.bluez_gateway_config(
+        connect=[sensor.address, actuator.address, hostile.address], extra=f"""\
     retry_min_delay: 1
   gatt:
     formats: ["*/{BATTERY}=decoded", "*/{STATUS}=utf8"]
-""")
+"""))
 
     def topic(name: str, char: str, verb: str = "") -> str:
         return f"gatt2mqtt/{dev[name]}/gatt/{char}" + (f"/{verb}" if verb else "")
