@@ -46,6 +46,7 @@ public final class DatagramReader: Sendable {
   private let maxDatagram: Int
   private let batchLimit: Int
   private let stopped = Mutex(false)
+  private let receives = Atomic<Int>(0)
 
   /// Starts the reader thread.
   ///
@@ -99,7 +100,7 @@ public final class DatagramReader: Sendable {
     guard let entry = entries.withLock({ $0[fd] }) else { return }
     entry.state.withLock { state in
       guard !state.removed, !state.ended else { return }
-      if read(entry, &state) { state.ended = true }
+      if read(entry, &state, into: makeVector()) { state.ended = true }
     }
   }
 
@@ -115,7 +116,7 @@ public final class DatagramReader: Sendable {
       state.removed = true
       // An ended socket may be closed by the reader thread already, and its number reused.
       guard !state.ended else { return }
-      _ = read(entry, &state)
+      _ = read(entry, &state, into: makeVector())
       _ = shutdown(state.fd, Int32(SHUT_RDWR))
     }
     _ = mailbox.post(.changed)
@@ -123,6 +124,14 @@ public final class DatagramReader: Sendable {
 
   /// The sockets registered now.
   public var count: Int { entries.withLock { $0.count } }
+
+  /// The system calls that read datagrams so far (`recvmmsg`, each up to
+  /// ``ReceiveVector/capacity`` datagrams).
+  public var receiveCalls: Int { receives.load(ordering: .relaxed) }
+
+  private func makeVector() -> ReceiveVector {
+    ReceiveVector(capacity: min(batchLimit, ReceiveVector.defaultCapacity), size: maxDatagram)
+  }
 
   /// Stops the thread; every socket still registered is closed without a `closed` call.
   public func stop() {
@@ -133,6 +142,8 @@ public final class DatagramReader: Sendable {
   // MARK: reader thread
 
   private func run() {
+    // The thread's own buffers; ``drain(_:)`` and ``remove(_:)`` make theirs.
+    let vector = makeVector()
     var fds: [pollfd] = []
     var order: [Entry] = []
     while true {
@@ -162,10 +173,10 @@ public final class DatagramReader: Sendable {
           guard !state.removed, !state.ended else { return false }
           // After a hang-up the datagrams still queued are read first; `read` says when the
           // queue is empty.
-          var end = read(entry, &state)
+          var end = read(entry, &state, into: vector)
           var rounds = 0
           while hungUp && !end && rounds < 1024 {
-            end = read(entry, &state)
+            end = read(entry, &state, into: vector)
             rounds += 1
           }
           if end || hungUp { state.ended = true }
@@ -184,32 +195,43 @@ public final class DatagramReader: Sendable {
     for fd in remaining { Glibc.close(fd) }
   }
 
-  /// Reads up to the batch limit of datagrams and hands them over.
+  /// Reads up to the batch limit of datagrams and hands them over: as many as wait in one
+  /// `recvmmsg` per ``ReceiveVector/capacity``, so a lone value costs one system call (two with
+  /// `recv`, whose second call only learns that the socket is empty).
   ///
   /// - Returns: `true` when the socket has ended (hang-up or error).
-  private func read(_ entry: Entry, _ state: inout Entry.State) -> Bool {
+  private func read(_ entry: Entry, _ state: inout Entry.State, into vector: ReceiveVector)
+    -> Bool
+  {
     var values: [[UInt8]] = []
     var end = false
-    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: maxDatagram) { buffer in
-      while values.count < batchLimit {
-        let count = recv(state.fd, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT))
-        if count > 0 {
-          values.append(Array(buffer[..<count]))
-        } else if count == 0 {
-          // Either an empty datagram or the end: the end is a hang-up `poll` can see.
-          if Self.hungUp(state.fd) {
-            end = true
-          } else {
-            values.append([])
-          }
-          break
-        } else {
-          let code = errno
-          if code == EINTR { continue }
-          if code != EAGAIN && code != EWOULDBLOCK { end = true }
-          break
-        }
+    // Probed at the first empty datagram: after a hang-up every further slot reads empty.
+    var hungUp: Bool?
+    reading: while values.count < batchLimit {
+      let want = min(vector.capacity, batchLimit - values.count)
+      let calls = vector.systemCalls
+      let count = vector.receive(from: state.fd, upTo: want)
+      receives.add(vector.systemCalls - calls, ordering: .relaxed)
+      if count < 0 {
+        let code = errno
+        if code == EINTR { continue }
+        if code != EAGAIN && code != EWOULDBLOCK { end = true }
+        break
       }
+      for index in 0..<count {
+        let value = vector.value(at: index)
+        if value.isEmpty {
+          // Either an empty datagram or the end: the end is a hang-up `poll` can see.
+          if hungUp == nil { hungUp = Self.hungUp(state.fd) }
+          if hungUp == true {
+            end = true
+            break reading
+          }
+        }
+        values.append(value)
+      }
+      // Fewer than asked for: the socket is empty now.
+      if count < want { break }
     }
     if !values.isEmpty { entry.receive(values) }
     return end

@@ -99,10 +99,12 @@ public final class LoopMailbox<Command: Sendable>: Sendable {
     }
   }
 
-  /// Empties the wake-up pipe after `poll` reported it readable.
+  /// Empties the wake-up pipe after `poll` reported it readable: one `read` unless the pipe
+  /// held a full buffer's worth (a read that returns less has emptied it; another read would
+  /// only learn that).
   public func drainWakeUps() {
     withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 256) { buffer in
-      while read(wakeFD, buffer.baseAddress, buffer.count) > 0 {}
+      while read(wakeFD, buffer.baseAddress, buffer.count) == buffer.count {}
     }
   }
 

@@ -58,6 +58,45 @@ struct DatagramReaderTests {
     #expect(received.closedCount.withLock { $0 } == 0)
   }
 
+  @Test(
+    "waiting values take one system call per 32, a lone value one: not one more to find the socket empty"
+  )
+  func oneCallPerVector() async throws {
+    let reader = try DatagramReader(name: "test-reader")
+    defer { reader.stop() }
+    let (mine, theirs) = try socketPair()
+    defer { close(theirs) }
+    let received = Received()
+    // 100 values wait before the reader sees the socket: 32 + 32 + 32 + 4.
+    let waiting = (0..<100).map { [UInt8($0), 0x5A] }
+    for value in waiting { send(theirs, value) }
+    reader.add(mine, receive: received.receive, closed: received.closed)
+    #expect(await received.wait { $0.values.withLock { $0.count } == 100 })
+    #expect(reader.receiveCalls == 4)
+    #expect(received.batches.withLock { $0 } == 1)
+    // Then values one at a time, each read as it comes: one call each (`recv` took two).
+    for value in 0..<10 {
+      send(theirs, [UInt8(value)])
+      #expect(await received.wait { $0.values.withLock { $0.count } == 101 + value })
+      #expect(reader.receiveCalls == 5 + value)
+    }
+    #expect(received.values.withLock { $0 } == waiting + (0..<10).map { [UInt8($0)] })
+  }
+
+  @Test("a datagram longer than the longest read is cut, and the next one is whole")
+  func longDatagramCut() async throws {
+    let reader = try DatagramReader(name: "test-reader", maxDatagram: 4)
+    defer { reader.stop() }
+    let (mine, theirs) = try socketPair()
+    defer { close(theirs) }
+    let received = Received()
+    send(theirs, [1, 2, 3, 4, 5, 6])
+    send(theirs, [7, 8])
+    reader.add(mine, receive: received.receive, closed: received.closed)
+    #expect(await received.wait { $0.values.withLock { $0.count } == 2 })
+    #expect(received.values.withLock { $0 } == [[1, 2, 3, 4], [7, 8]])
+  }
+
   @Test("a zero-length datagram is an empty value, not the end; the hang-up is the end")
   func emptyValueThenHangUp() async throws {
     let reader = try DatagramReader(name: "test-reader")

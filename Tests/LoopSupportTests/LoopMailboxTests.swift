@@ -20,6 +20,18 @@ struct LoopMailboxTests {
     #expect(try pollDescriptors(&fds, timeout: 0) == 0)
   }
 
+  @Test("more wake-ups than one read takes (1,000) drain too")
+  func manyWakeUpsDrain() throws {
+    let mailbox = try LoopMailbox<Int>()
+    for _ in 0..<1000 { mailbox.wake() }
+    mailbox.drainWakeUps()
+    var fds = [mailbox.wakePollFD]
+    #expect(try pollDescriptors(&fds, timeout: 0) == 0)
+    mailbox.wake()
+    fds = [mailbox.wakePollFD]
+    #expect(try pollDescriptors(&fds, timeout: 0) == 1)
+  }
+
   @Test(
     "one wake-up per batch: a post while commands wait writes nothing; after take, the next post wakes again"
   )

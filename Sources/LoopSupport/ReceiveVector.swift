@@ -1,0 +1,120 @@
+import Glibc
+
+/// Buffers for reading up to ``capacity`` datagrams with one `recvmmsg(2)`: a slot of
+/// ``size`` bytes per datagram, its `iovec` and its `struct mmsghdr`. Used by one thread at a
+/// time.
+///
+/// Swift's Glibc module leaves out `recvmmsg` and `struct mmsghdr` (they need `_GNU_SOURCE`):
+/// the function is looked up once with `dlsym`, and the headers are laid out by hand as C lays
+/// out `struct mmsghdr { struct msghdr msg_hdr; unsigned int msg_len; }`. Without the function
+/// (a C library that lacks it) each datagram is read with `recv`, as before.
+final class ReceiveVector {
+  /// The datagrams one call reads at most, unless the reader's batch limit is smaller.
+  static let defaultCapacity = 32
+
+  /// How many datagrams one ``receive(from:upTo:)`` can read.
+  let capacity: Int
+  /// The longest datagram read whole; longer ones are cut.
+  let size: Int
+
+  private let bytes: UnsafeMutablePointer<UInt8>
+  private let vectors: UnsafeMutablePointer<iovec>
+  private let headers: UnsafeMutableRawPointer
+  /// Lengths of the datagrams the last ``receive(from:upTo:)`` read.
+  private var lengths: [Int]
+  /// The system calls ``receive(from:upTo:)`` made so far.
+  private(set) var systemCalls = 0
+
+  /// `msg_len` follows `msg_hdr`; the struct is padded to `msghdr`'s alignment.
+  private static let lengthOffset = MemoryLayout<msghdr>.size
+  private static let headerStride =
+    (MemoryLayout<msghdr>.size + MemoryLayout<UInt32>.size + MemoryLayout<msghdr>.alignment - 1)
+    / MemoryLayout<msghdr>.alignment * MemoryLayout<msghdr>.alignment
+
+  private typealias ReceiveMultiple =
+    @convention(c) (Int32, UnsafeMutableRawPointer?, UInt32, Int32, UnsafeMutableRawPointer?)
+    -> Int32
+
+  /// glibc's `recvmmsg`, `nil` where the C library has none.
+  private static let receiveMultiple: ReceiveMultiple? = {
+    guard let library = dlopen(nil, RTLD_NOW), let symbol = dlsym(library, "recvmmsg") else {
+      return nil
+    }
+    return unsafeBitCast(symbol, to: ReceiveMultiple.self)
+  }()
+
+  /// Allocates the buffers.
+  ///
+  /// - Parameters:
+  ///   - capacity: Datagrams per call (at least 1).
+  ///   - size: Bytes per datagram (at least 1).
+  init(capacity: Int, size: Int) {
+    self.capacity = max(1, capacity)
+    self.size = max(1, size)
+    bytes = .allocate(capacity: self.capacity * self.size)
+    vectors = .allocate(capacity: self.capacity)
+    headers = .allocate(
+      byteCount: self.capacity * Self.headerStride, alignment: MemoryLayout<msghdr>.alignment)
+    lengths = Array(repeating: 0, count: self.capacity)
+    for index in 0..<self.capacity {
+      vectors[index] = iovec(iov_base: bytes + index * self.size, iov_len: self.size)
+    }
+  }
+
+  deinit {
+    bytes.deallocate()
+    vectors.deallocate()
+    headers.deallocate()
+  }
+
+  /// Reads up to `count` datagrams that wait on `fd` without waiting for more.
+  ///
+  /// - Parameters:
+  ///   - fd: The socket.
+  ///   - count: The most datagrams to read (at most ``capacity``).
+  /// - Returns: How many were read (see ``value(at:)``), or -1 with `errno` set when none was
+  ///   (`EAGAIN`: the socket is empty).
+  func receive(from fd: Int32, upTo count: Int) -> Int {
+    let count = min(max(1, count), capacity)
+    guard let receiveMultiple = Self.receiveMultiple else {
+      return receiveOneByOne(from: fd, upTo: count)
+    }
+    for index in 0..<count {
+      var header = msghdr()
+      header.msg_iov = vectors + index
+      header.msg_iovlen = 1
+      (headers + index * Self.headerStride).storeBytes(of: header, as: msghdr.self)
+    }
+    systemCalls += 1
+    let received = Int(receiveMultiple(fd, headers, UInt32(count), Int32(MSG_DONTWAIT), nil))
+    for index in 0..<max(0, received) {
+      let length = (headers + index * Self.headerStride + Self.lengthOffset).load(
+        as: UInt32.self)
+      lengths[index] = min(Int(length), size)
+    }
+    return received
+  }
+
+  /// The datagram in slot `index` of the last ``receive(from:upTo:)``.
+  ///
+  /// - Parameter index: Below what that call returned.
+  /// - Returns: Its bytes.
+  func value(at index: Int) -> [UInt8] {
+    Array(UnsafeBufferPointer(start: bytes + index * size, count: lengths[index]))
+  }
+
+  private func receiveOneByOne(from fd: Int32, upTo count: Int) -> Int {
+    var received = 0
+    while received < count {
+      systemCalls += 1
+      let length = recv(fd, bytes + received * size, size, Int32(MSG_DONTWAIT))
+      if length < 0 {
+        if errno == EINTR { continue }
+        return received > 0 ? received : -1
+      }
+      lengths[received] = length
+      received += 1
+    }
+    return received
+  }
+}
