@@ -48,18 +48,32 @@ public final class DatagramReader: Sendable {
   private let stopped = Mutex(false)
   private let receives = Atomic<Int>(0)
 
+  /// Seconds over which datagrams are gathered while they come fast (0: each read at once).
+  private let gathering: Double
+  private let turns = Atomic<Int>(0)
+
   /// Starts the reader thread.
+  ///
+  /// With a `gathering` interval, the thread reads at once what comes slowly, but while
+  /// datagrams arrive at least twice per interval it lets them gather and reads once per
+  /// interval: one wake-up for several datagrams, each held back at most that long (and the
+  /// sockets must hold an interval's worth).
   ///
   /// - Parameters:
   ///   - name: The thread's name (in `top -H`, `perf`).
   ///   - maxDatagram: The longest datagram read whole (longer ones are cut); BlueZ's values
   ///     are at most 512 bytes.
   ///   - batchLimit: The most datagrams of one socket handed over in one batch.
+  ///   - gathering: The interval over which fast datagrams gather (`.zero`: none).
   /// - Throws: ``LoopError`` when the wake-up pipe cannot be made.
-  public init(name: String, maxDatagram: Int = 1024, batchLimit: Int = 256) throws(LoopError) {
+  public init(
+    name: String, maxDatagram: Int = 1024, batchLimit: Int = 256, gathering: Duration = .zero
+  ) throws(LoopError) {
     mailbox = try LoopMailbox()
     self.maxDatagram = max(1, maxDatagram)
     self.batchLimit = max(1, batchLimit)
+    let parts = gathering.components
+    self.gathering = max(0, Double(parts.seconds) + Double(parts.attoseconds) * 1e-18)
     startThread(named: name) { [self] in run() }
   }
 
@@ -100,7 +114,8 @@ public final class DatagramReader: Sendable {
     guard let entry = entries.withLock({ $0[fd] }) else { return }
     entry.state.withLock { state in
       guard !state.removed, !state.ended else { return }
-      if read(entry, &state, into: makeVector()) { state.ended = true }
+      var read = 0
+      if self.read(entry, &state, into: makeVector(), counting: &read) { state.ended = true }
     }
   }
 
@@ -116,7 +131,8 @@ public final class DatagramReader: Sendable {
       state.removed = true
       // An ended socket may be closed by the reader thread already, and its number reused.
       guard !state.ended else { return }
-      _ = read(entry, &state, into: makeVector())
+      var read = 0
+      _ = self.read(entry, &state, into: makeVector(), counting: &read)
       _ = shutdown(state.fd, Int32(SHUT_RDWR))
     }
     _ = mailbox.post(.changed)
@@ -128,6 +144,9 @@ public final class DatagramReader: Sendable {
   /// The system calls that read datagrams so far (`recvmmsg`, each up to
   /// ``ReceiveVector/capacity`` datagrams).
   public var receiveCalls: Int { receives.load(ordering: .relaxed) }
+
+  /// The reader thread's turns that read datagrams so far.
+  public var readingTurns: Int { turns.load(ordering: .relaxed) }
 
   private func makeVector() -> ReceiveVector {
     ReceiveVector(capacity: min(batchLimit, ReceiveVector.defaultCapacity), size: maxDatagram)
@@ -146,6 +165,10 @@ public final class DatagramReader: Sendable {
     let vector = makeVector()
     var fds: [pollfd] = []
     var order: [Entry] = []
+    // Gathering: when the last turn that read anything was, and whether datagrams came fast
+    // enough then to let the next ones gather.
+    var lastTurn = -Double.infinity
+    var gather = false
     while true {
       _ = mailbox.take()
       if stopped.withLock({ $0 }) { break }
@@ -164,19 +187,21 @@ public final class DatagramReader: Sendable {
         fds.append(pollfd(fd: entry.state.withLock { $0.fd }, events: Int16(POLLIN), revents: 0))
         order.append(entry)
       }
-      guard (try? pollDescriptors(&fds, timeout: -1)) != nil else { continue }
+      if gather && waitWhileGathering(since: lastTurn) { continue }
+      guard (try? pollDescriptors(&fds, timeout: gather ? 0 : -1)) != nil else { continue }
       if fds[0].revents != 0 { mailbox.drainWakeUps() }
       var ended: [Entry] = []
+      var read = 0
       for (index, entry) in order.enumerated() where fds[index + 1].revents != 0 {
         let hungUp = fds[index + 1].revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0
         let finished = entry.state.withLock { state -> Bool in
           guard !state.removed, !state.ended else { return false }
           // After a hang-up the datagrams still queued are read first; `read` says when the
           // queue is empty.
-          var end = read(entry, &state, into: vector)
+          var end = self.read(entry, &state, into: vector, counting: &read)
           var rounds = 0
           while hungUp && !end && rounds < 1024 {
-            end = read(entry, &state, into: vector)
+            end = self.read(entry, &state, into: vector, counting: &read)
             rounds += 1
           }
           if end || hungUp { state.ended = true }
@@ -186,6 +211,15 @@ public final class DatagramReader: Sendable {
       }
       for entry in ended { entry.closed() }
       if !ended.isEmpty { _ = mailbox.post(.changed) }
+      if read > 0 {
+        turns.add(1, ordering: .relaxed)
+        let now = CoarseClock.now()
+        // At least two datagrams per interval since the last turn: let the next ones gather.
+        gather = gathering > 0 && Double(read) * gathering >= 2 * (now - lastTurn)
+        lastTurn = now
+      } else if gather && fds[0].revents == 0 {
+        gather = false  // the interval passed and nothing came: wait for the next one
+      }
     }
     _ = mailbox.close()
     let remaining = entries.withLock { entries in
@@ -195,14 +229,28 @@ public final class DatagramReader: Sendable {
     for fd in remaining { Glibc.close(fd) }
   }
 
+  /// Sleeps until the gathering interval that began at `lastTurn` ends, or a command comes.
+  ///
+  /// - Returns: `true` when a command woke the thread (it must take it before reading).
+  private func waitWhileGathering(since lastTurn: Double) -> Bool {
+    let wait = lastTurn + gathering - CoarseClock.now()
+    guard wait > 0 else { return false }
+    var wake = [mailbox.wakePollFD]
+    let milliseconds = Int32(min(60_000, (wait * 1000).rounded(.up)))
+    guard (try? pollDescriptors(&wake, timeout: milliseconds)) ?? 0 > 0 else { return false }
+    mailbox.drainWakeUps()
+    return true
+  }
+
   /// Reads up to the batch limit of datagrams and hands them over: as many as wait in one
   /// `recvmmsg` per ``ReceiveVector/capacity``, so a lone value costs one system call (two with
   /// `recv`, whose second call only learns that the socket is empty).
   ///
   /// - Returns: `true` when the socket has ended (hang-up or error).
-  private func read(_ entry: Entry, _ state: inout Entry.State, into vector: ReceiveVector)
-    -> Bool
-  {
+  private func read(
+    _ entry: Entry, _ state: inout Entry.State, into vector: ReceiveVector,
+    counting total: inout Int
+  ) -> Bool {
     var values: [[UInt8]] = []
     var end = false
     // Probed at the first empty datagram: after a hang-up every further slot reads empty.
@@ -233,6 +281,7 @@ public final class DatagramReader: Sendable {
       // Fewer than asked for: the socket is empty now.
       if count < want { break }
     }
+    total += values.count
     if !values.isEmpty { entry.receive(values) }
     return end
   }

@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import LoopSupport
 import Synchronization
@@ -17,9 +18,9 @@ private final class Received: Sendable {
   }
   var closed: @Sendable () -> Void { { self.closedCount.withLock { $0 += 1 } } }
 
-  /// Waits up to 5 s for `condition`.
-  func wait(_ condition: (Received) -> Bool) async -> Bool {
-    for _ in 0..<500 {
+  /// Waits up to `seconds` for `condition`.
+  func wait(seconds: Int = 5, _ condition: (Received) -> Bool) async -> Bool {
+    for _ in 0..<(seconds * 100) {
       if condition(self) { return true }
       try? await Task.sleep(for: .milliseconds(10))
     }
@@ -81,6 +82,45 @@ struct DatagramReaderTests {
       #expect(reader.receiveCalls == 5 + value)
     }
     #expect(received.values.withLock { $0 } == waiting + (0..<10).map { [UInt8($0)] })
+  }
+
+  @Test(
+    "gathering: values 5 ms apart are read a few times per 1-s interval, in order; the first after a quiet spell at once"
+  )
+  func gathering() async throws {
+    let reader = try DatagramReader(name: "test-reader", gathering: .seconds(1))
+    defer { reader.stop() }
+    let (mine, theirs) = try socketPair()
+    defer { close(theirs) }
+    let received = Received()
+    let lastBatchAt = Mutex(ContinuousClock.now)
+    reader.add(
+      mine,
+      receive: { batch in
+        lastBatchAt.withLock { $0 = .now }
+        received.receive(batch)
+      }, closed: received.closed)
+    // Paced by a thread of its own (the test pool's tasks may be late when tests run in
+    // parallel).
+    let writer = theirs
+    let paced = Thread {
+      for value in 0..<200 {
+        send(writer, [UInt8(value)])
+        usleep(5000)
+      }
+    }
+    paced.start()
+    #expect(await received.wait(seconds: 20) { $0.values.withLock { $0.count } == 200 })
+    #expect(received.values.withLock { $0 } == (0..<200).map { [UInt8($0)] })
+    // 1 s or more of values: a few turns (each read at once, 200 without gathering).
+    let turns = reader.readingTurns
+    #expect(turns >= 2 && turns <= 40, "turns: \(turns)")
+    // Quiet for longer than the interval, then one value: read at once, not an interval later.
+    try await Task.sleep(for: .milliseconds(1500))
+    let sent = ContinuousClock.now
+    send(theirs, [0xFF])
+    #expect(await received.wait { $0.values.withLock { $0.count } == 201 })
+    #expect(lastBatchAt.withLock { $0 } - sent < .milliseconds(500))
   }
 
   @Test("a datagram longer than the longest read is cut, and the next one is whole")

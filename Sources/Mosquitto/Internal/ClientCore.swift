@@ -342,7 +342,7 @@ final class ClientCore: @unchecked Sendable {
   /// Milliseconds from `t` to `deadline` for `poll`: 0 once it has passed, at most a minute.
   private static func pollTimeout(until deadline: Double, now t: Double) -> Int32 {
     guard deadline > t else { return 0 }
-    return Int32(min(60_000, (deadline - t + clockResolution) * 1000).rounded(.up))
+    return Int32(min(60_000, (deadline - t + CoarseClock.resolution) * 1000).rounded(.up))
   }
 
   /// Processes what callbacks recorded (C calls made by the session can complete writes at
@@ -492,22 +492,8 @@ final class ClientCore: @unchecked Sendable {
     for command in mailbox.close() { MQTTSession.refuse(command) }
   }
 
-  /// The client's time: the coarse monotonic clock, read once per batch and per wake-up. Its
-  /// deadlines (the publisher-read window, keepalive, timeouts, retries) need milliseconds at
-  /// best, and the coarse clock is read from memory where the precise one can be a system call
-  /// and a device access (a clock source without a vDSO read, as in the lab's emulated
-  /// machine).
-  private func now() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-  }
-
-  /// How far ``now()`` may lag the precise clock (a timer tick, 1-10 ms): added to the poll's
-  /// timeout, so that the loop thread does not wake just before a deadline and poll again.
-  private static let clockResolution: Double = {
-    var ts = timespec()
-    guard clock_getres(CLOCK_MONOTONIC_COARSE, &ts) == 0 else { return 0.01 }
-    return min(0.01, Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9)
-  }()
+  /// The client's time: the coarse monotonic clock, read once per batch and per wake-up (its
+  /// deadlines — the publisher-read window, keepalive, timeouts, retries — need milliseconds at
+  /// best).
+  private func now() -> Double { CoarseClock.now() }
 }
