@@ -56,8 +56,14 @@ final class ReceiveVector {
     headers = .allocate(
       byteCount: self.capacity * Self.headerStride, alignment: MemoryLayout<msghdr>.alignment)
     lengths = Array(repeating: 0, count: self.capacity)
+    // Each header names its slot once: the kernel writes back only `msg_len`, `msg_flags` and
+    // the (empty) name and control lengths.
     for index in 0..<self.capacity {
       vectors[index] = iovec(iov_base: bytes + index * self.size, iov_len: self.size)
+      var header = msghdr()
+      header.msg_iov = vectors + index
+      header.msg_iovlen = 1
+      (headers + index * Self.headerStride).storeBytes(of: header, as: msghdr.self)
     }
   }
 
@@ -78,12 +84,6 @@ final class ReceiveVector {
     let count = min(max(1, count), capacity)
     guard let receiveMultiple = Self.receiveMultiple else {
       return receiveOneByOne(from: fd, upTo: count)
-    }
-    for index in 0..<count {
-      var header = msghdr()
-      header.msg_iov = vectors + index
-      header.msg_iovlen = 1
-      (headers + index * Self.headerStride).storeBytes(of: header, as: msghdr.self)
     }
     systemCalls += 1
     let received = Int(receiveMultiple(fd, headers, UInt32(count), Int32(MSG_DONTWAIT), nil))

@@ -1,4 +1,4 @@
-"""Notifications over AcquireNotify's socket by default: 2,000 heart-rate values at 50/s in order, none lost, through the socket (gateway log); an indicate-only characteristic falls back to StartNotify by itself (BlueZ 5.66 refuses the socket for it) and delivers every indication; a characteristic a notify_methods rule forces to start never asks for the socket; the stack turning notifications off by itself (the peer disconnects) is followed by a ready link re-armed through the socket again."""
+"""Notifications over AcquireNotify's socket by default: 2,000 heart-rate values at 50/s in order, none lost, through the socket (gateway log); an indicate-only characteristic falls back to StartNotify by itself (BlueZ 5.66 refuses the socket for it) and delivers every indication; a characteristic a notify_methods rule forces to start never asks for the socket; the stack turning notifications off by itself (the peer disconnects) is followed by a ready link re-armed through the socket again; the peer taking the heart-rate service away (Service Changed) ends its notifications in BlueZ, and the gateway says so on the result topic (`"cause":"stack"`)."""
 
 from labkit import uuids
 from procs import LabError
@@ -169,3 +169,22 @@ bluetooth:
     again = [line for line in lines(log, "notifications through AcquireNotify") if "180d/2a37" in line]
     lab.check(len(again) >= 2, f"heart rate not re-acquired after the reconnection: {again}")
     lab.check(gateway.running, "the gateway kept running")
+
+    # The peer takes the heart-rate service away and indicates Service Changed: BlueZ finds the
+    # range empty, removes the characteristic (and ends its socket), and the gateway publishes
+    # the notify state the stack chose on its own.
+    # (The heart rate is still subscribed through its socket: the last round ended, the
+    # subscription did not.)
+    mark = mqtt.mark()
+    sensor.send("drop_hr")
+    await sensor.wait("hr_dropped", timeout=30)
+    try:
+        m = await mqtt.expect(f"{hr}/result", after=mark,
+                              where=lambda m: m.json().get("cause") == "stack", timeout=60)
+    except LabError:
+        raise LabError(f"no notify state from the stack after Service Changed; results: "
+                       f"{[m.text for m in mqtt.received(f'{hr}/result', after=mark)]}") from None
+    lab.check(m.json().get("op") == "notify" and m.json().get("notifying") is False
+              and m.json().get("status") == "ok", f"notify state after Service Changed: {m.text}")
+    lab.log(f"Service Changed: {m.text}")
+    lab.check(gateway.running, "the gateway kept running after Service Changed")

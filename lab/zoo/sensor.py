@@ -7,6 +7,9 @@ heart rate = 60 + seq % 40, Energy Expended (uint16 LE) = seq % 65536, where seq
 notifications sent on that subscription from 0: a receiver checks order and loss with it.
 
 Commands (stdin JSON): {"cmd":"battery","level":N} sets the level and notifies subscribers;
+{"cmd":"drop_hr"} takes the heart-rate service out of the GATT database and indicates Service
+Changed over its handles to subscribed centrals (BlueZ rediscovers the range, finds nothing and
+removes the service, ending its notifications on its own);
 {"cmd":"hr","rate":HZ,"count":N} sets the rate (0 = as fast as the link takes them) and how many
 notifications a subscription gets (0 = unlimited); it applies to the next subscription.
 --hr-steady paces by the clock (notification n at n/rate s after the subscription, catching up
@@ -15,6 +18,7 @@ under the asked rate.
 --alert adds a custom service with an indicate-only characteristic (uuids.ALERT_LEVEL): each
 subscription gets --alert-count indications, the sequence number as uint16 LE, 10 per second.
 Events: subscribed/unsubscribed {char}, battery_read, hr_done {sent, seconds},
+hr_dropped {start, end},
 alert_done {sent}.
 """
 
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import struct
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -47,6 +52,7 @@ class Sensor(common.Peripheral):
         self.alert_rounds: dict[int, asyncio.Task] = {}
         self.commands["battery"] = self.cmd_battery
         self.commands["hr"] = self.cmd_hr
+        self.commands["drop_hr"] = self.cmd_drop_hr
 
     def advertising(self):
         adv = (ad(AD_FLAGS, bytes([FLAGS_LE_GENERAL_NO_BREDR]))
@@ -72,10 +78,8 @@ class Sensor(common.Peripheral):
             0,
             hr_value(0),
         )
-        services = [
-            Service(uuids.BATTERY_SERVICE, [self.battery]),
-            Service(uuids.HEART_RATE_SERVICE, [self.hr]),
-        ]
+        self.hr_service = Service(uuids.HEART_RATE_SERVICE, [self.hr])
+        services = [Service(uuids.BATTERY_SERVICE, [self.battery]), self.hr_service]
         if self.args.alert:
             self.alert = Characteristic(uuids.ALERT_LEVEL, Characteristic.Properties.INDICATE, 0, bytes(2))
             services.append(Service(uuids.ALERT_SERVICE, [self.alert]))
@@ -148,6 +152,19 @@ class Sensor(common.Peripheral):
         self.level = int(cmd["level"]) & 0xFF
         await self.device.notify_subscribers(self.battery, bytes([self.level]))
         emit("battery", level=self.level)
+
+    async def cmd_drop_hr(self, cmd):
+        server = self.device.gatt_server
+        start, end = self.hr_service.handle, self.hr_service.end_group_handle
+        for task in self.streams.values():
+            task.cancel()
+        self.streams.clear()
+        server.attributes = [a for a in server.attributes if not start <= a.handle <= end]
+        server.attributes_by_handle.clear()
+        server.services.remove(self.hr_service)
+        changed = self.device.gatt_service.service_changed_characteristic
+        await self.device.indicate_subscribers(changed, struct.pack("<HH", start, end))
+        emit("hr_dropped", start=start, end=end)
 
     def cmd_hr(self, cmd):
         self.hr_rate = float(cmd.get("rate", self.hr_rate))
