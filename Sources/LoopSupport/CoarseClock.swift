@@ -3,19 +3,12 @@ import Glibc
 /// The coarse monotonic clock (`CLOCK_MONOTONIC_COARSE`): the time of the last timer tick,
 /// read from memory. Where the precise clock costs a system call and a device access (a clock
 /// source without a vDSO read, as in the lab's emulated machine) this one does not; its
-/// resolution (1-10 ms) is enough for the loops' deadlines.
-public enum CoarseClock {
+/// resolution (a timer tick, 1-10 ms) is enough for a reader's gathering interval.
+enum CoarseClock {
   /// Seconds since an arbitrary origin; never goes back.
-  public static func now() -> Double {
+  static func now() -> Double {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts)
     return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
   }
-
-  /// How far ``now()`` may lag the precise clock: a timer tick (at most 10 ms here).
-  public static let resolution: Double = {
-    var ts = timespec()
-    guard clock_getres(CLOCK_MONOTONIC_COARSE, &ts) == 0 else { return 0.01 }
-    return min(0.01, Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9)
-  }()
 }

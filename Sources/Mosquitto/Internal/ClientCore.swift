@@ -342,7 +342,7 @@ final class ClientCore: @unchecked Sendable {
   /// Milliseconds from `t` to `deadline` for `poll`: 0 once it has passed, at most a minute.
   private static func pollTimeout(until deadline: Double, now t: Double) -> Int32 {
     guard deadline > t else { return 0 }
-    return Int32(min(60_000, (deadline - t + CoarseClock.resolution) * 1000).rounded(.up))
+    return Int32(min(60_000, (deadline - t) * 1000).rounded(.up))
   }
 
   /// Processes what callbacks recorded (C calls made by the session can complete writes at
@@ -492,8 +492,10 @@ final class ClientCore: @unchecked Sendable {
     for command in mailbox.close() { MQTTSession.refuse(command) }
   }
 
-  /// The client's time: the coarse monotonic clock, read once per batch and per wake-up (its
-  /// deadlines — the publisher-read window, keepalive, timeouts, retries — need milliseconds at
-  /// best).
-  private func now() -> Double { CoarseClock.now() }
+  /// The client's time (monotonic), read once per batch and per wake-up.
+  private func now() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+  }
 }
