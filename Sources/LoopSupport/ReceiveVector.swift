@@ -43,12 +43,17 @@ final class ReceiveVector {
     return unsafeBitCast(symbol, to: ReceiveMultiple.self)
   }()
 
+  /// Whether ``receive(from:upTo:)`` uses `recvmmsg` (else `recv` per datagram).
+  let usesReceiveMultiple: Bool
+
   /// Allocates the buffers.
   ///
   /// - Parameters:
   ///   - capacity: Datagrams per call (at least 1).
   ///   - size: Bytes per datagram (at least 1).
-  init(capacity: Int, size: Int) {
+  ///   - oneByOne: Read each datagram with `recv` even where `recvmmsg` exists (tests).
+  init(capacity: Int, size: Int, oneByOne: Bool = false) {
+    usesReceiveMultiple = !oneByOne && Self.receiveMultiple != nil
     self.capacity = max(1, capacity)
     self.size = max(1, size)
     bytes = .allocate(capacity: self.capacity * self.size)
@@ -82,7 +87,7 @@ final class ReceiveVector {
   ///   (`EAGAIN`: the socket is empty).
   func receive(from fd: Int32, upTo count: Int) -> Int {
     let count = min(max(1, count), capacity)
-    guard let receiveMultiple = Self.receiveMultiple else {
+    guard usesReceiveMultiple, let receiveMultiple = Self.receiveMultiple else {
       return receiveOneByOne(from: fd, upTo: count)
     }
     systemCalls += 1

@@ -112,7 +112,8 @@ class Lab:
     def bluez_gateway_config(self, connect: list[str] | None = None, extra: str = "") -> str:
         """The gateway configuration most scenarios start from: the lab's broker, gateway id
         `lab`, the BlueZ radio on the lab's adapter, connecting to `connect` (addresses) when
-        given; `extra` is appended below `bluetooth:` (indented two spaces)."""
+        given; `extra` is appended below `bluetooth:` (its keys indented two spaces; a key at
+        the margin after them starts another section, `log:` for example)."""
         text = f"""
 mqtt:
   host: 127.0.0.1

@@ -57,22 +57,12 @@ async def run(lab):
     for t in (hr, alert, battery):
         mqtt.publish(f"{t}/notify", "on", retain=True)
     mark = mqtt.mark()
-    gateway = await lab.gateway(f"""
-mqtt:
-  host: 127.0.0.1
-  port: 1883
-gateway:
-  id: lab
-log:
-  level: debug
-bluetooth:
-  radio: bluez
-  adapter: {lab.adapter}
-  connect:
-    addresses: ["{sensor.address}"]
+    gateway = await lab.gateway(lab.bluez_gateway_config(connect=[sensor.address], extra="""\
   gatt:
     notify_methods: ["*/180f/2a19=start"]
-""")
+log:
+  level: debug
+"""))
     connection = f"gatt2mqtt/{dev}/connection"
     await mqtt.expect(connection, after=mark, where=lambda m: m.json().get("state") == "ready", timeout=180)
 
