@@ -114,8 +114,7 @@ public final class DatagramReader: Sendable {
     guard let entry = entries.withLock({ $0[fd] }) else { return }
     entry.state.withLock { state in
       guard !state.removed, !state.ended else { return }
-      var read = 0
-      if self.read(entry, &state, into: makeVector(), counting: &read) { state.ended = true }
+      if read(entry, &state, into: makeVector()).ended { state.ended = true }
     }
   }
 
@@ -131,8 +130,7 @@ public final class DatagramReader: Sendable {
       state.removed = true
       // An ended socket may be closed by the reader thread already, and its number reused.
       guard !state.ended else { return }
-      var read = 0
-      _ = self.read(entry, &state, into: makeVector(), counting: &read)
+      _ = read(entry, &state, into: makeVector())
       _ = shutdown(state.fd, Int32(SHUT_RDWR))
     }
     _ = mailbox.post(.changed)
@@ -142,11 +140,11 @@ public final class DatagramReader: Sendable {
   public var count: Int { entries.withLock { $0.count } }
 
   /// The system calls that read datagrams so far (`recvmmsg`, each up to
-  /// ``ReceiveVector/capacity`` datagrams).
-  public var receiveCalls: Int { receives.load(ordering: .relaxed) }
+  /// ``ReceiveVector/capacity`` datagrams; tests).
+  var receiveCalls: Int { receives.load(ordering: .relaxed) }
 
-  /// The reader thread's turns that read datagrams so far.
-  public var readingTurns: Int { turns.load(ordering: .relaxed) }
+  /// The reader thread's turns that read datagrams so far (tests).
+  var readingTurns: Int { turns.load(ordering: .relaxed) }
 
   private func makeVector() -> ReceiveVector {
     ReceiveVector(capacity: min(batchLimit, ReceiveVector.defaultCapacity), size: maxDatagram)
@@ -166,9 +164,11 @@ public final class DatagramReader: Sendable {
     var fds: [pollfd] = []
     var order: [Entry] = []
     // Gathering: when the last turn that read anything was, and whether datagrams came fast
-    // enough then to let the next ones gather.
+    // enough then to let the next ones gather. `more`: a socket still held datagrams when its
+    // batch limit was reached (read again at once, gathering or not).
     var lastTurn = -Double.infinity
     var gather = false
+    var more = false
     while true {
       _ = mailbox.take()
       if stopped.withLock({ $0 }) { break }
@@ -184,39 +184,47 @@ public final class DatagramReader: Sendable {
       order.removeAll(keepingCapacity: true)
       fds.append(mailbox.wakePollFD)
       for entry in current {
-        fds.append(pollfd(fd: entry.state.withLock { $0.fd }, events: Int16(POLLIN), revents: 0))
+        let fd = entry.state.withLock { $0.fd }
+        fds.append(pollfd(fd: fd, events: Int16(POLLIN) | Self.peerClosed, revents: 0))
         order.append(entry)
       }
-      if gather && waitWhileGathering(since: lastTurn) { continue }
-      guard (try? pollDescriptors(&fds, timeout: gather ? 0 : -1)) != nil else { continue }
+      if gather && !more && waitWhileGathering(since: lastTurn) { continue }
+      guard (try? pollDescriptors(&fds, timeout: gather || more ? 0 : -1)) != nil else { continue }
       if fds[0].revents != 0 { mailbox.drainWakeUps() }
       var ended: [Entry] = []
-      var read = 0
+      var delivered = 0
+      more = false
       for (index, entry) in order.enumerated() where fds[index + 1].revents != 0 {
-        let hungUp = fds[index + 1].revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0
+        let hungUp =
+          fds[index + 1].revents & (Int16(POLLHUP | POLLERR | POLLNVAL) | Self.peerClosed) != 0
         let finished = entry.state.withLock { state -> Bool in
           guard !state.removed, !state.ended else { return false }
           // After a hang-up the datagrams still queued are read first; `read` says when the
           // queue is empty.
-          var end = self.read(entry, &state, into: vector, counting: &read)
+          var outcome = read(entry, &state, into: vector)
+          delivered += outcome.values
           var rounds = 0
-          while hungUp && !end && rounds < 1024 {
-            end = self.read(entry, &state, into: vector, counting: &read)
+          while hungUp && !outcome.ended && rounds < 1024 {
+            outcome = read(entry, &state, into: vector)
+            delivered += outcome.values
             rounds += 1
           }
-          if end || hungUp { state.ended = true }
+          if outcome.full && !hungUp { more = true }
+          if outcome.ended || hungUp { state.ended = true }
           return state.ended
         }
         if finished { ended.append(entry) }
       }
       for entry in ended { entry.closed() }
       if !ended.isEmpty { _ = mailbox.post(.changed) }
-      if read > 0 {
+      if delivered > 0 {
         turns.add(1, ordering: .relaxed)
-        let now = CoarseClock.now()
-        // At least two datagrams per interval since the last turn: let the next ones gather.
-        gather = gathering > 0 && Double(read) * gathering >= 2 * (now - lastTurn)
-        lastTurn = now
+        if gathering > 0 {
+          let now = CoarseClock.now()
+          // At least two datagrams per interval since the last turn: let the next ones gather.
+          gather = Double(delivered) * gathering >= 2 * (now - lastTurn)
+          lastTurn = now
+        }
       } else if gather && fds[0].revents == 0 {
         gather = false  // the interval passed and nothing came: wait for the next one
       }
@@ -242,52 +250,62 @@ public final class DatagramReader: Sendable {
     return true
   }
 
+  /// What one ``read(_:_:into:)`` did.
+  private struct ReadOutcome {
+    /// The socket has ended (hang-up or error).
+    var ended = false
+    /// Values handed over.
+    var values = 0
+    /// The batch limit was reached (more may wait).
+    var full = false
+  }
+
   /// Reads up to the batch limit of datagrams and hands them over: as many as wait in one
   /// `recvmmsg` per ``ReceiveVector/capacity``, so a lone value costs one system call (two with
   /// `recv`, whose second call only learns that the socket is empty).
   ///
-  /// - Returns: `true` when the socket has ended (hang-up or error).
-  private func read(
-    _ entry: Entry, _ state: inout Entry.State, into vector: ReceiveVector,
-    counting total: inout Int
-  ) -> Bool {
+  /// After a hang-up every slot past the queued datagrams reads empty. So empty slots before the
+  /// last non-empty one of a call are values; empty slots after it are values unless the peer
+  /// has hung up (then they are the end: an empty value sent just before the hang-up cannot be
+  /// told from it).
+  private func read(_ entry: Entry, _ state: inout Entry.State, into vector: ReceiveVector)
+    -> ReadOutcome
+  {
     var values: [[UInt8]] = []
-    var end = false
-    // Probed at the first empty datagram: after a hang-up every further slot reads empty.
-    var hungUp: Bool?
+    var ended = false
     reading: while values.count < batchLimit {
       let want = min(vector.capacity, batchLimit - values.count)
       let calls = vector.systemCalls
-      let count = vector.receive(from: state.fd, upTo: want)
+      let result = vector.receive(from: state.fd, upTo: want)
       receives.add(vector.systemCalls - calls, ordering: .relaxed)
-      if count < 0 {
-        let code = errno
+      switch result {
+      case .failed(let code):
         if code == EINTR { continue }
-        if code != EAGAIN && code != EWOULDBLOCK { end = true }
-        break
-      }
-      for index in 0..<count {
-        let value = vector.value(at: index)
-        if value.isEmpty {
-          // Either an empty datagram or the end: the end is a hang-up `poll` can see.
-          if hungUp == nil { hungUp = Self.hungUp(state.fd) }
-          if hungUp == true {
-            end = true
-            break reading
-          }
+        if code != EAGAIN && code != EWOULDBLOCK { ended = true }
+        break reading
+      case .received(let count):
+        var kept = count
+        let trailing = ((0..<count).last { vector.length(at: $0) > 0 } ?? -1) + 1
+        if trailing < count && Self.hungUp(state.fd) {
+          kept = trailing
+          ended = true
         }
-        values.append(value)
+        for index in 0..<kept { values.append(vector.value(at: index)) }
+        // Fewer than asked for: the socket is empty now.
+        if ended || count < want { break reading }
       }
-      // Fewer than asked for: the socket is empty now.
-      if count < want { break }
     }
-    total += values.count
     if !values.isEmpty { entry.receive(values) }
-    return end
+    return ReadOutcome(
+      ended: ended, values: values.count, full: !ended && values.count >= batchLimit)
   }
 
+  /// `POLLRDHUP` (Linux; glibc declares it only for `_GNU_SOURCE`): the peer shut its end.
+  private static let peerClosed: Int16 = 0x2000
+
   private static func hungUp(_ fd: Int32) -> Bool {
-    var probe = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-    return poll(&probe, 1, 0) > 0 && probe.revents & Int16(POLLHUP | POLLERR) != 0
+    var probe = pollfd(fd: fd, events: Int16(POLLIN) | peerClosed, revents: 0)
+    return poll(&probe, 1, 0) > 0
+      && probe.revents & (Int16(POLLHUP | POLLERR) | peerClosed) != 0
   }
 }

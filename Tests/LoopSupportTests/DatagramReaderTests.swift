@@ -1,8 +1,9 @@
 import Foundation
 import Glibc
-import LoopSupport
 import Synchronization
 import Testing
+
+@testable import LoopSupport
 
 /// What a reader handed over for one socket.
 private final class Received: Sendable {
@@ -121,6 +122,88 @@ struct DatagramReaderTests {
     send(theirs, [0xFF])
     #expect(await received.wait { $0.values.withLock { $0.count } == 201 })
     #expect(lastBatchAt.withLock { $0 } - sent < .milliseconds(500))
+  }
+
+  @Test(
+    "gathering does not slow a backlog: 200 waiting values with a batch limit of 64 arrive within one interval"
+  )
+  func gatheringBacklog() async throws {
+    let reader = try DatagramReader(
+      name: "test-reader", batchLimit: 64, gathering: .seconds(2))
+    defer { reader.stop() }
+    let (mine, theirs) = try socketPair()
+    defer { close(theirs) }
+    let received = Received()
+    // Fewer than the socket pair holds (~278 short values), so that sending does not block.
+    let sent = (0..<200).map { [UInt8($0), 0x42] }
+    for value in sent { send(theirs, value) }
+    // Timed on the reader thread (the test's own tasks may be late when tests run in parallel).
+    let batchTimes = Mutex<[ContinuousClock.Instant]>([])
+    reader.add(
+      mine,
+      receive: { batch in
+        batchTimes.withLock { $0.append(.now) }
+        received.receive(batch)
+      }, closed: received.closed)
+    #expect(await received.wait(seconds: 10) { $0.values.withLock { $0.count } == 200 })
+    // Four batches (64 + 64 + 64 + 8), read one after the other, not an interval apart.
+    let times = batchTimes.withLock { $0 }
+    #expect(times.count == 4)
+    if let first = times.first, let last = times.last {
+      #expect(last - first < .seconds(1))
+    }
+    #expect(received.values.withLock { $0 } == sent)
+    #expect(received.batches.withLock { $0 } == 4)
+  }
+
+  @Test("a hang-up while values gather: the values first, then closed, within the interval")
+  func gatheringHangUp() async throws {
+    let reader = try DatagramReader(name: "test-reader", gathering: .milliseconds(500))
+    defer { reader.stop() }
+    let (mine, theirs) = try socketPair()
+    let received = Received()
+    reader.add(mine, receive: received.receive, closed: received.closed)
+    for value in 0..<20 { send(theirs, [UInt8(value)]) }  // fast: the reader gathers next
+    #expect(await received.wait { $0.values.withLock { $0.count } == 20 })
+    for value in 20..<30 { send(theirs, [UInt8(value)]) }
+    close(theirs)
+    let started = ContinuousClock.now
+    #expect(await received.wait { $0.closedCount.withLock { $0 } == 1 })
+    #expect(ContinuousClock.now - started < .seconds(2))
+    #expect(received.values.withLock { $0 } == (0..<30).map { [UInt8($0)] })
+  }
+
+  @Test(
+    "empty values between others survive a hang-up in the same read: 40 values, an empty one at 3, then closed"
+  )
+  func emptyValuesBeforeHangUp() async throws {
+    let reader = try DatagramReader(name: "test-reader")
+    defer { reader.stop() }
+    let (mine, theirs) = try socketPair()
+    let received = Received()
+    var sent = (0..<40).map { [UInt8($0)] }
+    sent[3] = []
+    for value in sent { send(theirs, value) }
+    close(theirs)
+    // Registered after the hang-up: one read finds the values and the end together.
+    reader.add(mine, receive: received.receive, closed: received.closed)
+    #expect(await received.wait { $0.closedCount.withLock { $0 } == 1 })
+    #expect(received.values.withLock { $0 } == sent)
+  }
+
+  @Test("a peer that only shuts its sending side ends the socket (no stream of empty values)")
+  func halfClose() async throws {
+    let reader = try DatagramReader(name: "test-reader")
+    defer { reader.stop() }
+    let (mine, theirs) = try socketPair()
+    defer { close(theirs) }
+    let received = Received()
+    reader.add(mine, receive: received.receive, closed: received.closed)
+    send(theirs, [1])
+    #expect(await received.wait { $0.values.withLock { $0.count } == 1 })
+    _ = shutdown(theirs, Int32(SHUT_WR))
+    #expect(await received.wait { $0.closedCount.withLock { $0 } == 1 })
+    #expect(received.values.withLock { $0 } == [[1]])
   }
 
   @Test("a datagram longer than the longest read is cut, and the next one is whole")

@@ -167,7 +167,9 @@ log:
     # subscription did not.)
     mark = mqtt.mark()
     sensor.send("drop_hr")
-    await sensor.wait("hr_dropped", timeout=30)
+    dropped = await sensor.wait("hr_dropped", timeout=30)
+    lab.check(dropped["indicated"] >= 1,
+              f"no central subscribed to Service Changed, nothing to see: {dropped}")
     try:
         m = await mqtt.expect(f"{hr}/result", after=mark,
                               where=lambda m: m.json().get("cause") == "stack", timeout=60)
@@ -177,4 +179,11 @@ log:
     lab.check(m.json().get("op") == "notify" and m.json().get("notifying") is False
               and m.json().get("status") == "ok", f"notify state after Service Changed: {m.text}")
     lab.log(f"Service Changed: {m.text}")
+    # The link stayed up: the state came from the removal, not from a disconnection.
+    lab.check(all(x.json().get("state") == "ready" for x in mqtt.received(connection, after=mark)),
+              f"the link changed meanwhile: {[x.text for x in mqtt.received(connection, after=mark)]}")
+    mark_battery = mqtt.mark()
+    sensor.send("battery", level=43)
+    m = await mqtt.expect(battery, after=mark_battery, timeout=30)
+    lab.check(m.text == "2b", f"battery value after Service Changed {m.text}")
     lab.check(gateway.running, "the gateway kept running after Service Changed")

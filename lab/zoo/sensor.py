@@ -18,7 +18,7 @@ under the asked rate.
 --alert adds a custom service with an indicate-only characteristic (uuids.ALERT_LEVEL): each
 subscription gets --alert-count indications, the sequence number as uint16 LE, 10 per second.
 Events: subscribed/unsubscribed {char}, battery_read, hr_done {sent, seconds},
-hr_dropped {start, end},
+hr_dropped {start, end, indicated},
 alert_done {sent}.
 """
 
@@ -163,8 +163,11 @@ class Sensor(common.Peripheral):
         server.attributes_by_handle.clear()
         server.services.remove(self.hr_service)
         changed = self.device.gatt_service.service_changed_characteristic
+        # The centrals that asked for Service Changed indications (BlueZ does at connection).
+        indicated = sum(1 for cccds in server.subscribers.values()
+                        if cccds.get(changed.handle, b"\0")[0] & 0x02)
         await self.device.indicate_subscribers(changed, struct.pack("<HH", start, end))
-        emit("hr_dropped", start=start, end=end)
+        emit("hr_dropped", start=start, end=end, indicated=indicated)
 
     def cmd_hr(self, cmd):
         self.hr_rate = float(cmd.get("rate", self.hr_rate))

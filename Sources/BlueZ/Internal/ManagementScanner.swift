@@ -99,12 +99,13 @@ final class ManagementScanner: Sendable {
   }
 
   /// Bytes of reports the socket should hold: the kernel drops a report it cannot queue, and
-  /// while reports gather for up to ``gathering`` (or the host is busy) 1 MiB holds about a
-  /// thousand (each takes about 1 KiB of buffer), where the default 208 KiB held ~200.
+  /// while reports gather for up to ``gathering`` (or the host is busy) they wait there. 1 MiB
+  /// asked (the kernel doubles it for its bookkeeping) is five times the default.
   static let receiveBuffer: Int32 = 1 << 20
 
-  /// Sets ``receiveBuffer``: `SO_RCVBUFFORCE` (the scanner has `CAP_NET_ADMIN`, which opening
-  /// the socket needs; it passes `net.core.rmem_max`), else as much as `SO_RCVBUF` allows.
+  /// Sets ``receiveBuffer``: `SO_RCVBUFFORCE`, allowed with `CAP_NET_ADMIN` (which the
+  /// scanner's discovery commands need too), else `SO_RCVBUF`, which the kernel caps at
+  /// `net.core.rmem_max`. Best effort: the default buffer still works.
   private static func enlargeReceiveBuffer(_ fd: Int32) {
     var bytes = receiveBuffer
     let size = socklen_t(MemoryLayout<Int32>.size)

@@ -4,6 +4,11 @@ import Glibc
 /// ``size`` bytes per datagram, its `iovec` and its `struct mmsghdr`. Used by one thread at a
 /// time.
 ///
+/// Safety: the class owns every buffer it hands the kernel (allocated in `init`, freed in
+/// `deinit`); each `iovec` covers its own slot and each header names its own `iovec`, so the
+/// kernel writes only inside them, and only `msg_len`, `msg_flags` and the (empty) name and
+/// control lengths of the headers.
+///
 /// Swift's Glibc module leaves out `recvmmsg` and `struct mmsghdr` (they need `_GNU_SOURCE`):
 /// the function is looked up once with `dlsym`, and the headers are laid out by hand as C lays
 /// out `struct mmsghdr { struct msghdr msg_hdr; unsigned int msg_len; }`. Without the function
@@ -25,10 +30,12 @@ final class ReceiveVector {
   /// The system calls ``receive(from:upTo:)`` made so far.
   private(set) var systemCalls = 0
 
-  /// `msg_len` follows `msg_hdr`; the struct is padded to `msghdr`'s alignment.
-  private static let lengthOffset = MemoryLayout<msghdr>.size
-  private static let headerStride =
-    (MemoryLayout<msghdr>.size + MemoryLayout<UInt32>.size + MemoryLayout<msghdr>.alignment - 1)
+  /// `msg_len` follows `msg_hdr` (C's `sizeof(struct msghdr)`, tail padding included: Swift's
+  /// stride of the imported struct); the struct is padded to `msghdr`'s alignment. 64-bit Linux:
+  /// 56 and 64; 32-bit (armv7): 28 and 32 (`ReceiveVectorTests` checks).
+  static let lengthOffset = MemoryLayout<msghdr>.stride
+  static let headerStride =
+    (MemoryLayout<msghdr>.stride + MemoryLayout<UInt32>.size + MemoryLayout<msghdr>.alignment - 1)
     / MemoryLayout<msghdr>.alignment * MemoryLayout<msghdr>.alignment
 
   private typealias ReceiveMultiple =
@@ -40,8 +47,20 @@ final class ReceiveVector {
     guard let library = dlopen(nil, RTLD_NOW), let symbol = dlsym(library, "recvmmsg") else {
       return nil
     }
+    // Safety: `recvmmsg(int, struct mmsghdr *, unsigned int, int, struct timespec *)` returns
+    // `int`; the type above has the same parameters (pointers as raw pointers). On 32-bit
+    // glibc with 64-bit `time_t` this symbol is the 32-bit-time variant, which is harmless:
+    // the timeout is always `NULL`.
     return unsafeBitCast(symbol, to: ReceiveMultiple.self)
   }()
+
+  /// What ``receive(from:upTo:)`` got.
+  enum Outcome: Equatable {
+    /// This many datagrams, in slots `0..<count` (see ``value(at:)``).
+    case received(Int)
+    /// None: the system's error (`EAGAIN`: the socket is empty).
+    case failed(Int32)
+  }
 
   /// Whether ``receive(from:upTo:)`` uses `recvmmsg` (else `recv` per datagram).
   let usesReceiveMultiple: Bool
@@ -83,43 +102,51 @@ final class ReceiveVector {
   /// - Parameters:
   ///   - fd: The socket.
   ///   - count: The most datagrams to read (at most ``capacity``).
-  /// - Returns: How many were read (see ``value(at:)``), or -1 with `errno` set when none was
-  ///   (`EAGAIN`: the socket is empty).
-  func receive(from fd: Int32, upTo count: Int) -> Int {
+  /// - Returns: How many were read, or the error when none was.
+  func receive(from fd: Int32, upTo count: Int) -> Outcome {
     let count = min(max(1, count), capacity)
     guard usesReceiveMultiple, let receiveMultiple = Self.receiveMultiple else {
       return receiveOneByOne(from: fd, upTo: count)
     }
     systemCalls += 1
     let received = Int(receiveMultiple(fd, headers, UInt32(count), Int32(MSG_DONTWAIT), nil))
-    for index in 0..<max(0, received) {
+    guard received >= 0 else { return .failed(errno) }
+    for index in 0..<received {
       let length = (headers + index * Self.headerStride + Self.lengthOffset).load(
         as: UInt32.self)
       lengths[index] = min(Int(length), size)
     }
-    return received
+    return .received(received)
   }
+
+  /// The length of the datagram in slot `index` of the last ``receive(from:upTo:)`` (0 for an
+  /// empty one, and for every slot read after the peer hung up).
+  ///
+  /// - Parameter index: Below what that call received.
+  /// - Returns: Its length in bytes (cut to ``size``).
+  func length(at index: Int) -> Int { lengths[index] }
 
   /// The datagram in slot `index` of the last ``receive(from:upTo:)``.
   ///
-  /// - Parameter index: Below what that call returned.
+  /// - Parameter index: Below what that call received.
   /// - Returns: Its bytes.
   func value(at index: Int) -> [UInt8] {
     Array(UnsafeBufferPointer(start: bytes + index * size, count: lengths[index]))
   }
 
-  private func receiveOneByOne(from fd: Int32, upTo count: Int) -> Int {
+  private func receiveOneByOne(from fd: Int32, upTo count: Int) -> Outcome {
     var received = 0
     while received < count {
       systemCalls += 1
       let length = recv(fd, bytes + received * size, size, Int32(MSG_DONTWAIT))
       if length < 0 {
-        if errno == EINTR { continue }
-        return received > 0 ? received : -1
+        let code = errno
+        if code == EINTR { continue }
+        return received > 0 ? .received(received) : .failed(code)
       }
       lengths[received] = length
       received += 1
     }
-    return received
+    return .received(received)
   }
 }
