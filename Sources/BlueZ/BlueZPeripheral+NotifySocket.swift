@@ -28,6 +28,10 @@ import LoopSupport
 ///   soon after, the text goes again to every subscriber. A central that subscribed in the
 ///   middle of a transfer gets that transfer's tail first (the protocol has no start marker,
 ///   on either path).
+/// That is `peripheral.several_centrals: signals`, the default. With `socket` the socket is
+/// granted and kept whoever is connected, and each other connected device counts as a
+/// subscriber of unknown MTU (``presumeSubscribers()``); Benchmarks/README.md
+/// (peripheral-two-centrals) measures both.
 /// Devices connected by the central role count too (BlueZ does not say which side a link is):
 /// with both roles on one adapter the socket is used only while nothing else is connected.
 extension BlueZPeripheral {
@@ -97,6 +101,7 @@ extension BlueZPeripheral {
         "ble.address": "\(options.central.map { "\($0)" } ?? "unknown")", "ble.mtu": "\(mtu)",
       ])
     hub.yield(.subscribed(central: options.central, mtu: mtu))
+    presumeSubscribers()
     return [.unixFD(peer), .uint16(UInt16(clamping: mtu))]
   }
 
@@ -105,7 +110,10 @@ extension BlueZPeripheral {
     guard configuration.notifySocket else { return "peripheral.notify_socket is off" }
     guard let registration else { return "the service is not registered" }
     let own = options.devicePath.flatMap { try? DBusObjectPath($0) }
-    guard !otherDeviceConnected(than: own, on: registration.adapter) else {
+    guard
+      configuration.severalCentrals == .socket
+        || !otherDeviceConnected(than: own, on: registration.adapter)
+    else {
       return "\(adapters.connectedCount(on: registration.adapter)) devices are connected"
     }
     if let allowed = definition?.allowedCentrals, !allowed.isEmpty {
@@ -173,6 +181,13 @@ extension BlueZPeripheral {
   /// until bluetoothd hangs up or another device connects. (Bonded devices are not reported
   /// here: their subscription outlives the link.)
   func centralDisconnected(_ path: DBusObjectPath) {
+    if presumed.remove(path) != nil, let index = subscribed.firstIndex(of: nil) {
+      subscribed.remove(at: index)
+      logger.info(
+        "a device counted as a subscriber disconnected", metadata: ["dbus.path": "\(path)"])
+      hub.yield(.unsubscribed(central: BlueZDevice.address(fromPath: path)))
+      return
+    }
     guard let central = BlueZDevice.address(fromPath: path),
       let index = subscribed.firstIndex(of: central)
     else { return }
@@ -194,7 +209,8 @@ extension BlueZPeripheral {
   /// text goes again, as signals, to every subscriber (a device that never subscribed costs
   /// one repeated transfer). `StopNotify` ends it with the others.
   func retireSocketIfShared() async {
-    guard !retiring, let socket = acquired, let registration,
+    guard configuration.severalCentrals == .signals, !retiring, let socket = acquired,
+      let registration,
       otherDeviceConnected(than: socket.devicePath, on: registration.adapter)
     else { return }
     retiring = true
@@ -230,6 +246,50 @@ extension BlueZPeripheral {
     else { return }
     logger.info("no subscription seen since another device connected; sending the text again")
     subscribed.append(nil)
+    hub.yield(.subscribed(central: nil, mtu: nil))
+  }
+
+  /// `several_centrals: socket`: the socket stays when other devices connect, and BlueZ 5.66
+  /// reports neither their subscriptions nor their MTUs. So every other device connected
+  /// through the adapter while the socket is held counts as a subscriber of unknown MTU
+  /// (``PeripheralEvent/subscribed(central:mtu:)`` with `nil`s: the bridge then cuts chunks for
+  /// MTU 23 unless the device's read or write told its MTU) once it has stayed connected for
+  /// ``BlueZPeripheralConfiguration/unseenSubscriptionGrace`` (time to subscribe before the
+  /// text goes again), until it disconnects or bluetoothd hangs up. A device that never
+  /// subscribes costs one repeated transfer and smaller chunks while it stays.
+  func presumeSubscribers() {
+    guard configuration.severalCentrals == .socket, let socket = acquired, let registration
+    else { return }
+    let prefix = registration.adapter.rawValue + "/"
+    var others = adapters.connected.filter { $0.rawValue.hasPrefix(prefix) }.sorted {
+      $0.rawValue < $1.rawValue
+    }
+    if let own = socket.devicePath {
+      others.removeAll { $0 == own }
+    } else if !others.isEmpty {
+      // (bluetoothd did not say which device took the socket: one of them did)
+      others.removeFirst()
+    }
+    for path in others where !presumed.contains(path) && !presuming.contains(path) {
+      presuming.insert(path)
+      Task { [weak self, grace = configuration.unseenSubscriptionGrace, serial = socket.serial] in
+        try? await Task.sleep(for: grace)
+        await self?.presumeSubscriber(path, serial: serial)
+      }
+    }
+  }
+
+  /// Counts `path` as a subscriber of unknown MTU if it is still connected and the socket it
+  /// shares is still held (see ``presumeSubscribers()``).
+  func presumeSubscriber(_ path: DBusObjectPath, serial: Int) {
+    presuming.remove(path)
+    guard acquired?.serial == serial, adapters.connected.contains(path), !presumed.contains(path)
+    else { return }
+    presumed.insert(path)
+    subscribed.append(nil)
+    logger.info(
+      "another device is connected while the notification socket is shared: counted as a subscriber of unknown MTU",
+      metadata: ["dbus.path": "\(path)"])
     hub.yield(.subscribed(central: nil, mtu: nil))
   }
 

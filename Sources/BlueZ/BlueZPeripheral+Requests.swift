@@ -101,6 +101,7 @@ extension BlueZPeripheral {
     subscriptionEnds += 1
     let ended = subscribed
     subscribed = []
+    presumed = []
     for central in ended { hub.yield(.unsubscribed(central: central)) }
   }
 

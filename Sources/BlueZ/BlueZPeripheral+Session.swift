@@ -46,8 +46,12 @@ extension BlueZPeripheral: BlueZSessionClient {
       for path in adapters.takeDisconnected() { centralDisconnected(path) }
       // (not awaited here: the retirement may wait for bluetoothd to read what is queued,
       // and the session's other clients wait for this handler)
-      if acquired != nil, !retiring, adapters.connected != connectedBefore {
-        Task { await self.retireSocketIfShared() }
+      if acquired != nil, adapters.connected != connectedBefore {
+        if configuration.severalCentrals == .socket {
+          presumeSubscribers()
+        } else if !retiring {
+          Task { await self.retireSocketIfShared() }
+        }
       }
     case .closed:
       connection = nil

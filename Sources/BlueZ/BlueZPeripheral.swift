@@ -177,6 +177,10 @@ public actor BlueZPeripheral: BLEPeripheral {
   var subscriptionEnds = 0
   /// Whether a retirement of the socket is waiting for bluetoothd to read what is queued.
   var retiring = false
+  /// Devices counted as subscribers of the shared socket (`several_centrals: socket`), and
+  /// those waiting out the grace before they are (see ``presumeSubscribers()``).
+  var presumed: Set<DBusObjectPath> = []
+  var presuming: Set<DBusObjectPath> = []
   /// The last MTU reported per central, so each change is reported once.
   var knownMTU: [BluetoothAddress: Int] = [:]
   var counters = Statistics()

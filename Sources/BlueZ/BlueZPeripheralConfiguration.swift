@@ -1,3 +1,5 @@
+public import BridgeCore
+
 /// Settings of a ``BlueZPeripheral``; every default is the documented configuration default.
 public struct BlueZPeripheralConfiguration: Sendable, Hashable {
   /// The D-Bus address of the system bus, or `nil` for `DBUS_SYSTEM_BUS_ADDRESS` or else
@@ -30,9 +32,12 @@ public struct BlueZPeripheralConfiguration: Sendable, Hashable {
   /// central connected, chunks go through the socket at the rate bluetoothd takes them, with
   /// the central's MTU; otherwise as `PropertiesChanged` signals, paced by the caller.
   public var notifySocket: Bool
-  /// After the notification socket was let go of because another device connected, how long
-  /// to wait for that device's subscription to be seen before assuming it subscribed unseen
-  /// and sending the text again (default 5 s).
+  /// What happens to the notification socket when another device connects
+  /// (`peripheral.several_centrals`, default ``SeveralCentralsPath/signals``).
+  public var severalCentrals: SeveralCentralsPath
+  /// After another device connected while the notification socket was held, how long to wait
+  /// before counting a subscription of it that BlueZ may not report (after the socket was let
+  /// go of: unless one was seen meanwhile), which sends the text again (default 5 s).
   public var unseenSubscriptionGrace: Duration
 
   /// Makes a configuration.
@@ -48,13 +53,15 @@ public struct BlueZPeripheralConfiguration: Sendable, Hashable {
   ///   - reconnectDelay: The first reconnection delay.
   ///   - maxReconnectDelay: The longest reconnection delay.
   ///   - notifySocket: Whether bluetoothd may take notifications through a socket.
+  ///   - severalCentrals: What happens to the socket when another device connects.
   ///   - unseenSubscriptionGrace: How long to wait for a subscription to be seen.
   public init(
     busAddress: String? = nil, objectRoot: String = "/org/gatt2mqtt", eventBufferSize: Int = 1024,
     signalBufferSize: Int = 1024, callTimeout: Duration = .seconds(10),
     retryDelay: Duration = .seconds(1), maxRetryDelay: Duration = .seconds(30),
     reconnectDelay: Duration = .milliseconds(500), maxReconnectDelay: Duration = .seconds(30),
-    notifySocket: Bool = true, unseenSubscriptionGrace: Duration = .seconds(5)
+    notifySocket: Bool = true, severalCentrals: SeveralCentralsPath = .signals,
+    unseenSubscriptionGrace: Duration = .seconds(5)
   ) {
     self.busAddress = busAddress
     self.objectRoot = objectRoot
@@ -66,6 +73,7 @@ public struct BlueZPeripheralConfiguration: Sendable, Hashable {
     self.reconnectDelay = reconnectDelay
     self.maxReconnectDelay = maxReconnectDelay
     self.notifySocket = notifySocket
+    self.severalCentrals = severalCentrals
     self.unseenSubscriptionGrace = unseenSubscriptionGrace
   }
 

@@ -151,7 +151,8 @@ public enum GatewayRunner {
     let peripheral = BlueZPeripheral(
       session: session,
       configuration: BlueZPeripheralConfiguration(
-        notifySocket: configuration.peripheral.notifySocket),
+        notifySocket: configuration.peripheral.notifySocket,
+        severalCentrals: configuration.peripheral.severalCentrals),
       logger: logger)
     // The session first in the list, so that it stops last.
     return Radio(

@@ -18,7 +18,10 @@ struct BlueZPeripheralSocketTests {
 
   /// A fake bluetoothd and a peripheral advertising the test definition, with a short grace
   /// for unseen subscriptions.
-  static func advertising(_ bus: PrivateBus, grace: Duration = .milliseconds(300)) async throws
+  static func advertising(
+    _ bus: PrivateBus, grace: Duration = .milliseconds(300),
+    severalCentrals: SeveralCentralsPath = .signals
+  ) async throws
     -> (FakeBlueZ, BlueZPeripheral, Recorder<PeripheralEvent>, Task<Void, Never>)
   {
     let fake = try await FakeBlueZ.start(on: bus)
@@ -26,7 +29,7 @@ struct BlueZPeripheralSocketTests {
     logger.logLevel = .critical
     let peripheral = BlueZPeripheral(
       configuration: BlueZPeripheralConfiguration(
-        busAddress: bus.address, callTimeout: .seconds(5),
+        busAddress: bus.address, callTimeout: .seconds(5), severalCentrals: severalCentrals,
         unseenSubscriptionGrace: grace),
       logger: logger)
     let events = Recorder(peripheral.peripheralEvents())
@@ -198,6 +201,46 @@ struct BlueZPeripheralSocketTests {
         _ = try await Self.acquire(fake, central: Base.stranger, mtu: 23)
       }
       #expect(refused?.name == "org.bluez.Error.NotSupported")
+    }
+  }
+
+  @Test(
+    "several_centrals socket: granted with two devices connected and kept; the other device counts as a subscriber of unknown MTU after the grace, until it disconnects"
+  )
+  func sharedSocket() async throws {
+    try await PrivateBus.with { bus in
+      let (fake, peripheral, events, task) = try await Self.advertising(
+        bus, severalCentrals: .socket)
+      defer { task.cancel() }
+      let central = try BluetoothAddress(Base.central)
+      let stranger = try BluetoothAddress(Base.stranger)
+      let path = try Base.characteristicPath(fake)
+      let signals = try await Self.propertiesChanged(fake, path)
+      try await Self.connected(fake, Base.central)
+      let other = try await Self.connected(fake, Base.stranger)
+      // Refused with NotSupported under `signals` (the test above): granted here.
+      let (fd, _) = try await Self.acquire(fake, mtu: 247)
+      try await events.next("subscribed") { $0 == .subscribed(central: central, mtu: 247) }
+      try await events.next("the other device, once the grace is over") {
+        $0 == .subscribed(central: nil, mtu: nil)
+      }
+      #expect(try await peripheral.notify([1, 2, 3]) == .flowControlled)
+      #expect(await Self.read(fd) == [1, 2, 3])
+      #expect(!Self.hungUp(fd), "the socket is let go of with two devices connected")
+
+      try await fake.change(other, "org.bluez.Device1", ["Connected": .bool(false)])
+      try await events.next("the other device's subscription ends") {
+        $0 == .unsubscribed(central: stranger)
+      }
+      // A device that connects and leaves within the grace is never counted.
+      let third = try await fake.addDevice("AA:BB:CC:00:11:22")
+      try await fake.change(third, "org.bluez.Device1", ["Connected": .bool(true)])
+      try await fake.change(third, "org.bluez.Device1", ["Connected": .bool(false)])
+      #expect(try await peripheral.notify([4]) == .flowControlled)
+      #expect(await Self.read(fd) == [4])
+      try await Task.sleep(for: .milliseconds(600))
+      #expect(events.all.filter { $0 == .subscribed(central: nil, mtu: nil) }.count == 1)
+      #expect(signals.all.isEmpty, "a value went as a signal")
     }
   }
 

@@ -94,7 +94,7 @@ struct ConfigurationDefaultsTests {
 
   @Test func knownKeysListEveryKeyWithItsType() {
     let keys = ConfigurationLoader.knownKeys
-    #expect(keys.count == 92)
+    #expect(keys.count == 93)
     #expect(keys["bluetooth.scan_method"] == .choice(["dbus", "management"]))
     #expect(keys["bluetooth.connect.exclude"] == .list(.bluetoothAddress))
     #expect(keys["bluetooth.names"] == .list(.nameRule))
@@ -103,6 +103,7 @@ struct ConfigurationDefaultsTests {
     #expect(keys["homeassistant.controls"] == .list(.controlRule))
     #expect(keys["bluetooth.decode"] == .boolean)
     #expect(keys["peripheral.notify_socket"] == .boolean)
+    #expect(keys["peripheral.several_centrals"] == .choice(["signals", "socket"]))
     #expect(keys["bluetooth.gatt.notify_method"] == .choice(["auto", "acquire", "start"]))
     #expect(keys["bluetooth.gatt.notify_methods"] == .list(.notifyMethodRule))
     #expect(keys["bluetooth.filter.uuids"] == .list(.serviceUUID))

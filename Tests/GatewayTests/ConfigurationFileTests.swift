@@ -293,7 +293,7 @@ enum ConfigurationFixture {
       enabled: true, service: "0000fe10-0000-1000-8000-00805f9b34fb", characteristic: "fe11",
       writeCharacteristic: "fe12", localName: "hub", adapter: "hci2", requireEncryption: true,
       allow: ["11:22:33:44:55:66"], maxTextBytes: 4096, chunkInterval: 0.02,
-      notifySocket: false),
+      notifySocket: false, severalCentrals: .socket),
     homeAssistant: .init(
       enabled: false, prefix: "ha/discovery",
       controls: ["*/fff0/fff1=button", "AABBCCDDEEFF/fff0/fff2=text"]),
@@ -347,7 +347,8 @@ enum ConfigurationFixture {
     "peripheral.local_name": "hub", "peripheral.adapter": "hci2",
     "peripheral.require_encryption": "true", "peripheral.allow": "11:22:33:44:55:66",
     "peripheral.max_text_bytes": "4096", "peripheral.chunk_interval": "0.02",
-    "peripheral.notify_socket": "false", "bluetooth.decode": "false",
+    "peripheral.notify_socket": "false", "peripheral.several_centrals": "socket",
+    "bluetooth.decode": "false",
     "homeassistant.enabled": "false", "homeassistant.prefix": "ha/discovery",
     "homeassistant.controls": "*/fff0/fff1=button,AABBCCDDEEFF/fff0/fff2=text",
     "web.enabled": "true", "web.listen": "[::1]:9090", "web.token": "s3cret-token",

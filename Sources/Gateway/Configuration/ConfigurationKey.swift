@@ -135,6 +135,7 @@ struct ConfigurationKey: Sendable {
     .int("peripheral.max_text_bytes", \.peripheral.maxTextBytes, .integer(0...67_108_864)),
     .number("peripheral.chunk_interval", \.peripheral.chunkInterval, atMost: 1),
     .bool("peripheral.notify_socket", \.peripheral.notifySocket),
+    .choice("peripheral.several_centrals", \.peripheral.severalCentrals),
     .bool("homeassistant.enabled", \.homeAssistant.enabled),
     .string("homeassistant.prefix", \.homeAssistant.prefix, .topicPrefix),
     .list("homeassistant.controls", \.homeAssistant.controls, of: .controlRule),

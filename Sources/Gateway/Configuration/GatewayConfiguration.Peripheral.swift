@@ -1,3 +1,5 @@
+public import BridgeCore
+
 extension GatewayConfiguration {
   /// The peripheral role: the transfer service fed by MQTT (rows P1–P6, `peripheral.*`).
   public struct Peripheral: Sendable, Equatable {
@@ -36,6 +38,11 @@ extension GatewayConfiguration {
     /// central connected, a transfer then goes at the rate bluetoothd takes it, in chunks cut
     /// for that central's MTU. Default `true`.
     public var notifySocket: Bool
+    /// How a transfer reaches two or more connected centrals while bluetoothd holds the
+    /// socket (`peripheral.several_centrals`): `signals` (the socket let go of, every
+    /// subscription seen) or `socket` (kept, chunks for an unknown MTU of 23 unless told).
+    /// Default `signals` (Benchmarks/README.md, peripheral-two-centrals).
+    public var severalCentrals: SeveralCentralsPath
 
     /// Creates peripheral settings with the documented defaults.
     public init(
@@ -43,7 +50,8 @@ extension GatewayConfiguration {
       characteristic: String = "08590f7e-db05-467e-8757-72f6faeb13d4",
       writeCharacteristic: String? = nil, localName: String = "gatt2mqtt",
       adapter: String? = nil, requireEncryption: Bool = false, allow: [String] = [],
-      maxTextBytes: Int = 1_048_576, chunkInterval: Double = 0.005, notifySocket: Bool = true
+      maxTextBytes: Int = 1_048_576, chunkInterval: Double = 0.005, notifySocket: Bool = true,
+      severalCentrals: SeveralCentralsPath = .signals
     ) {
       self.enabled = enabled
       self.service = service
@@ -56,6 +64,7 @@ extension GatewayConfiguration {
       self.maxTextBytes = maxTextBytes
       self.chunkInterval = chunkInterval
       self.notifySocket = notifySocket
+      self.severalCentrals = severalCentrals
     }
   }
 }
