@@ -178,16 +178,13 @@ extension BlueZPeripheral {
   /// A device disconnected: a subscription of that central (known from `AcquireNotify`) ends
   /// now. bluetoothd itself ends it only once it has failed to send everything it queued for
   /// the dead link, which takes as long as the transfer keeps feeding it. The socket stays
-  /// until bluetoothd hangs up or another device connects. (Bonded devices are not reported
-  /// here: their subscription outlives the link.)
+  /// until bluetoothd hangs up or (`several_centrals: signals`) another device connects. A
+  /// device counted as a subscriber of the shared socket is handled alike. (Bonded devices
+  /// are not reported here: their subscription outlives the link.)
   func centralDisconnected(_ path: DBusObjectPath) {
-    if presumed.remove(path) != nil, let index = subscribed.firstIndex(of: nil) {
-      subscribed.remove(at: index)
-      logger.info(
-        "a device counted as a subscriber disconnected", metadata: ["dbus.path": "\(path)"])
-      hub.yield(.unsubscribed(central: BlueZDevice.address(fromPath: path)))
-      return
-    }
+    presumed.remove(path)
+    // (a read after it comes back reports its MTU again)
+    if let central = BlueZDevice.address(fromPath: path) { knownMTU[central] = nil }
     guard let central = BlueZDevice.address(fromPath: path),
       let index = subscribed.firstIndex(of: central)
     else { return }
@@ -251,12 +248,12 @@ extension BlueZPeripheral {
 
   /// `several_centrals: socket`: the socket stays when other devices connect, and BlueZ 5.66
   /// reports neither their subscriptions nor their MTUs. So every other device connected
-  /// through the adapter while the socket is held counts as a subscriber of unknown MTU
-  /// (``PeripheralEvent/subscribed(central:mtu:)`` with `nil`s: the bridge then cuts chunks for
-  /// MTU 23 unless the device's read or write told its MTU) once it has stayed connected for
+  /// through the adapter while the socket is held (the socket's own central too, once it left
+  /// and came back) counts as a subscriber once it has stayed connected for
   /// ``BlueZPeripheralConfiguration/unseenSubscriptionGrace`` (time to subscribe before the
-  /// text goes again), until it disconnects or bluetoothd hangs up. A device that never
-  /// subscribes costs one repeated transfer and smaller chunks while it stays.
+  /// text goes again), with the MTU its read or write told, else none (the bridge then cuts
+  /// chunks for MTU 23), until it disconnects or bluetoothd hangs up. A device that never
+  /// subscribes costs a repeated transfer (per socket) and smaller chunks while it stays.
   func presumeSubscribers() {
     guard configuration.severalCentrals == .socket, let socket = acquired, let registration
     else { return }
@@ -265,13 +262,15 @@ extension BlueZPeripheral {
       $0.rawValue < $1.rawValue
     }
     if let own = socket.devicePath {
-      others.removeAll { $0 == own }
+      // (once it left, the socket's own central subscribes unseen like any other when it
+      // comes back)
+      if socket.central.map({ subscribed.contains($0) }) ?? true { others.removeAll { $0 == own } }
     } else if !others.isEmpty {
       // (bluetoothd did not say which device took the socket: one of them did)
       others.removeFirst()
     }
-    for path in others where !presumed.contains(path) && !presuming.contains(path) {
-      presuming.insert(path)
+    for path in others where !presumed.contains(path) && presuming[path] != socket.serial {
+      presuming[path] = socket.serial
       Task { [weak self, grace = configuration.unseenSubscriptionGrace, serial = socket.serial] in
         try? await Task.sleep(for: grace)
         await self?.presumeSubscriber(path, serial: serial)
@@ -279,18 +278,19 @@ extension BlueZPeripheral {
     }
   }
 
-  /// Counts `path` as a subscriber of unknown MTU if it is still connected and the socket it
-  /// shares is still held (see ``presumeSubscribers()``).
+  /// Counts `path` as a subscriber with the MTU its read or write told (else none) if it is
+  /// still connected and the socket it shares is still held (see ``presumeSubscribers()``).
   func presumeSubscriber(_ path: DBusObjectPath, serial: Int) {
-    presuming.remove(path)
+    if presuming[path] == serial { presuming[path] = nil }
     guard acquired?.serial == serial, adapters.connected.contains(path), !presumed.contains(path)
     else { return }
     presumed.insert(path)
-    subscribed.append(nil)
+    let central = BlueZDevice.address(fromPath: path)
+    subscribed.append(central)
     logger.info(
-      "another device is connected while the notification socket is shared: counted as a subscriber of unknown MTU",
+      "a device connected while the notification socket is shared: counted as a subscriber",
       metadata: ["dbus.path": "\(path)"])
-    hub.yield(.subscribed(central: nil, mtu: nil))
+    hub.yield(.subscribed(central: central, mtu: central.flatMap { knownMTU[$0] }))
   }
 
   /// Whether a device other than `own` (the socket's central; `nil`: unknown) is connected

@@ -177,10 +177,12 @@ public actor BlueZPeripheral: BLEPeripheral {
   var subscriptionEnds = 0
   /// Whether a retirement of the socket is waiting for bluetoothd to read what is queued.
   var retiring = false
-  /// Devices counted as subscribers of the shared socket (`several_centrals: socket`), and
-  /// those waiting out the grace before they are (see ``presumeSubscribers()``).
+  /// Devices counted as subscribers of the shared socket (`several_centrals: socket`; see
+  /// ``presumeSubscribers()``).
   var presumed: Set<DBusObjectPath> = []
-  var presuming: Set<DBusObjectPath> = []
+  /// Devices waiting out the grace before they are counted, with the serial of the socket
+  /// they would share.
+  var presuming: [DBusObjectPath: Int] = [:]
   /// The last MTU reported per central, so each change is reported once.
   var knownMTU: [BluetoothAddress: Int] = [:]
   var counters = Statistics()

@@ -100,12 +100,13 @@ public struct PeripheralBridge: Sendable {
 
   /// The chunk MTU: the smallest MTU any subscriber may have.
   ///
-  /// Subscribers the stack named come with their MTU. Anonymous ones (BlueZ's `StartNotify`
-  /// tells neither who nor the MTU) can only have an MTU learned from a central that is not a
-  /// named subscriber (its read or write); when fewer such MTUs are known than anonymous
-  /// subscribers, one of them may be at the default (23), and so are the chunks.
+  /// A subscriber the stack named counts with its MTU: the one it came with, else one its read
+  /// or write told, else the default (23). Anonymous ones (BlueZ's `StartNotify` tells neither
+  /// who nor the MTU) can only have an MTU learned from a central that is not a named
+  /// subscriber; when fewer such MTUs are known than anonymous subscribers, one of them may be
+  /// at the default, and so are the chunks. A central's MTU is forgotten when it unsubscribes.
   public var mtu: Int {
-    let named = subscribers.keys.compactMap { mtus[$0] }
+    let named = subscribers.map { $0.value ?? mtus[$0.key] ?? TransferChunker.defaultMTU }
     guard anonymous > 0 else {
       return named.min() ?? (mtus.values.min() ?? TransferChunker.defaultMTU)
     }
@@ -192,6 +193,9 @@ public struct PeripheralBridge: Sendable {
       } else if anonymous > 0 {
         anonymous -= 1
       }
+      // (it may come back with another MTU; a stale one could let chunks grow past a
+      // subscriber's)
+      if let central { mtus[central] = nil }
       var outputs = [self.event("unsubscribed", centralData(central, mtu: nil)), stateOutput()]
       if !hasSubscribers {
         pending = false

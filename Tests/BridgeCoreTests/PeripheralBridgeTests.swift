@@ -44,6 +44,27 @@ struct PeripheralBridgeTests {
     #expect(bridge.mtu == 247)
   }
 
+  @Test(
+    "a named subscriber without an MTU counts at the default unless its read told one; an MTU is forgotten when its central unsubscribes"
+  )
+  func namedSubscriberWithoutMTU() throws {
+    let other = try BluetoothAddress("66:55:44:33:22:11")
+    var bridge = advertising()
+    _ = bridge.handle(.subscribed(central: central, mtu: 247), now: 0)
+    // A device counted as a subscriber of a shared socket: the stack told no MTU.
+    _ = bridge.handle(.subscribed(central: other, mtu: nil), now: 0)
+    #expect(bridge.mtu == 23)
+    _ = bridge.handle(.mtu(central: other, mtu: 185), now: 0)
+    #expect(bridge.mtu == 185)
+    _ = bridge.handle(.unsubscribed(central: other), now: 0)
+    #expect(bridge.mtu == 247)
+    // The socket's central leaves while an anonymous subscriber stays: its 247 must not
+    // stand for the anonymous one's.
+    _ = bridge.handle(.subscribed(central: nil, mtu: nil), now: 0)
+    _ = bridge.handle(.unsubscribed(central: central), now: 0)
+    #expect(bridge.mtu == 23)
+  }
+
   @Test("the sent event says which path the transfer took: socket, signals, or both")
   func sentEventNamesThePath() throws {
     let cases: [([NotificationPath], String)] = [

@@ -91,15 +91,17 @@ async def run(lab):
     await gateway.stop()
 
     # `peripheral.several_centrals: socket`: the socket stays with two centrals; the second
-    # one, unseen by the gateway (BlueZ 5.66 does not report it), counts as a subscriber of
-    # unknown MTU once connected for 5 s, and both get every text intact, in 20-byte chunks.
+    # one (MTU 23, never reads: BlueZ 5.66 reports neither its subscription nor its MTU)
+    # counts as a subscriber once connected for 5 s, chunks fall from the first one's 244
+    # bytes to 20, and both get every text intact.
     mqtt.publish(TEXT_SET, first, retain=True)
     mark = mqtt.mark()
     gateway = await lab.gateway(CONFIG + "  several_centrals: socket\n", config_name="gatt2mqtt-socket.yaml")
     await mqtt.expect("gatt2mqtt/bridge/lab/peripheral/state", after=mark,
                       where=lambda m: m.json().get("state") == "advertising", timeout=120)
-    a = await lab.peer("central", mtu=23, name="central-e")
-    await a.wait("text", timeout=120, where=lambda e: bytes.fromhex(e["hex"]) == first)
+    a = await lab.peer("central", mtu=247, name="central-e")
+    ev = await a.wait("text", timeout=120, where=lambda e: bytes.fromhex(e["hex"]) == first)
+    lab.check(max(ev["chunk_sizes"]) == 244, f"central e alone, MTU 247: chunks of {max(ev['chunk_sizes'])}")
     b = await lab.peer("central", mtu=23, name="central-f")
     await b.wait("text", timeout=120, where=lambda e: bytes.fromhex(e["hex"]) == first)
     text = ("shared socket ✓ " * 300).encode()
@@ -113,6 +115,7 @@ async def run(lab):
     for central, m in zip((a, b), marks):
         ev = await central.wait("text", after=m, timeout=120, where=lambda e: e["bytes"] >= len(text) // 2)
         lab.check(bytes.fromhex(ev["hex"]) == text, f"{central.name}: the text through the shared socket differs")
+        lab.check(max(ev["chunk_sizes"]) == 20, f"{central.name} got chunks over 20 bytes")
     await a.stop()
     await b.stop()
     lab.check(gateway.proc.returncode is None, "the gateway kept running")
