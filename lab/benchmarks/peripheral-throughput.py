@@ -59,22 +59,9 @@ def text_of(size: int) -> bytes:
 def gateway_config(lab, mode) -> str:
     socket = mode == "socket"
     interval = 0.005 if socket else mode
-    return f"""
-mqtt:
-  host: 127.0.0.1
-  port: 1883
-gateway:
-  id: lab
-bluetooth:
-  radio: bluez
-  adapter: {lab.adapter}
-  scan_on_start: false
-peripheral:
-  enabled: true
-  local_name: lab-gw
-  chunk_interval: {interval}
-  notify_socket: {"true" if socket else "false"}
-"""
+    return lab.peripheral_gateway_config(
+        f"  local_name: lab-gw\n  chunk_interval: {interval}\n"
+        f"  notify_socket: {'true' if socket else 'false'}\n")
 
 
 def outcome(text: bytes, ev: dict) -> dict:

@@ -48,21 +48,7 @@ def text_of(size: int) -> bytes:
 
 
 def gateway_config(lab, mode: str) -> str:
-    return f"""
-mqtt:
-  host: 127.0.0.1
-  port: 1883
-gateway:
-  id: lab
-bluetooth:
-  radio: bluez
-  adapter: {lab.adapter}
-  scan_on_start: false
-peripheral:
-  enabled: true
-  local_name: lab-gw
-  several_centrals: {mode}
-"""
+    return lab.peripheral_gateway_config(f"  local_name: lab-gw\n  several_centrals: {mode}\n")
 
 
 def cpu_now(gateway) -> dict:

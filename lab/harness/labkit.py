@@ -128,6 +128,11 @@ bluetooth:
             text += "  connect:\n    addresses: [" + ", ".join(f'"{a}"' for a in connect) + "]\n"
         return text + extra
 
+    def peripheral_gateway_config(self, extra: str = "") -> str:
+        """``bluez_gateway_config`` for the peripheral role: no scan at start, `peripheral:`
+        enabled; `extra` is appended below `peripheral:` (its keys indented two spaces)."""
+        return self.bluez_gateway_config(extra="  scan_on_start: false\nperipheral:\n  enabled: true\n" + extra)
+
     async def gateway(self, config: str, *args: str, env: dict | None = None,
                       config_name: str = "gatt2mqtt.yaml", user: str | None = None,
                       name: str = "gateway") -> Proc:

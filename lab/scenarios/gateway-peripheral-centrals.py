@@ -3,19 +3,6 @@
 ROWS = "P4 P5"
 TIMEOUT = 600
 
-CONFIG = """
-mqtt:
-  host: 127.0.0.1
-  port: 1883
-gateway:
-  id: lab
-bluetooth:
-  radio: bluez
-  scan_on_start: false
-peripheral:
-  enabled: true
-"""
-
 TEXT_SET = "gatt2mqtt/bridge/lab/peripheral/text/set"
 
 EVENT = "gatt2mqtt/bridge/lab/peripheral/event"
@@ -25,7 +12,7 @@ async def run(lab):
     mqtt = await lab.mqtt(subscribe="gatt2mqtt/bridge/lab/peripheral/#")
     first = ("Zwei Zentralen, ein Text ✓ " * 40).encode()
     mqtt.publish(TEXT_SET, first, retain=True)
-    gateway = await lab.gateway(CONFIG)
+    gateway = await lab.gateway(lab.peripheral_gateway_config())
     await mqtt.expect("gatt2mqtt/bridge/lab/peripheral/state",
                       where=lambda m: m.json().get("state") == "advertising", timeout=120)
 
@@ -96,7 +83,8 @@ async def run(lab):
     # bytes to 20, and both get every text intact.
     mqtt.publish(TEXT_SET, first, retain=True)
     mark = mqtt.mark()
-    gateway = await lab.gateway(CONFIG + "  several_centrals: socket\n", config_name="gatt2mqtt-socket.yaml")
+    gateway = await lab.gateway(lab.peripheral_gateway_config("  several_centrals: socket\n"),
+                                config_name="gatt2mqtt-socket.yaml")
     await mqtt.expect("gatt2mqtt/bridge/lab/peripheral/state", after=mark,
                       where=lambda m: m.json().get("state") == "advertising", timeout=120)
     a = await lab.peer("central", mtu=247, name="central-e")

@@ -18,18 +18,7 @@ async def run(lab):
     mqtt = await lab.mqtt(subscribe="gatt2mqtt/bridge/lab/peripheral/#")
     text = ("Nach dem Neustart ✓ " * 30).encode()
     mqtt.publish(TEXT_SET, text, retain=True)
-    gateway = await lab.gateway("""
-mqtt:
-  host: 127.0.0.1
-  port: 1883
-gateway:
-  id: lab
-bluetooth:
-  radio: bluez
-  scan_on_start: false
-peripheral:
-  enabled: true
-""")
+    gateway = await lab.gateway(lab.peripheral_gateway_config())
     await mqtt.expect(STATE, where=lambda m: m.json().get("state") == "advertising", timeout=120)
     before = await lab.peer("central", mtu=23, name="central-before")
     ev = await before.wait("text", timeout=120)

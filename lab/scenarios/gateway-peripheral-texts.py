@@ -3,20 +3,6 @@
 ROWS = "P1 P2 P3 P4 P6"
 TIMEOUT = 900
 
-CONFIG = """
-mqtt:
-  host: 127.0.0.1
-  port: 1883
-gateway:
-  id: lab
-bluetooth:
-  radio: bluez
-  scan_on_start: false
-peripheral:
-  enabled: true
-  local_name: lab-gw
-"""
-
 TEXT_SET = "gatt2mqtt/bridge/lab/peripheral/text/set"
 
 
@@ -33,7 +19,7 @@ async def run(lab):
     mqtt = await lab.mqtt(subscribe="gatt2mqtt/bridge/lab/peripheral/#")
     current = text_of(200)
     mqtt.publish(TEXT_SET, current, retain=True)
-    gateway = await lab.gateway(CONFIG)
+    gateway = await lab.gateway(lab.peripheral_gateway_config("  local_name: lab-gw\n"))
 
     # P1/P2/P3: registered and advertising; the state is retained.
     state = await mqtt.expect("gatt2mqtt/bridge/lab/peripheral/state",
