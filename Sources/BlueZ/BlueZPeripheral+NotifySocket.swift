@@ -30,7 +30,7 @@ import LoopSupport
 ///   on either path).
 /// That is `peripheral.several_centrals: signals`, the default. With `socket` the socket is
 /// granted and kept whoever is connected, and each other connected device counts as a
-/// subscriber of unknown MTU (``presumeSubscribers()``); Benchmarks/README.md
+/// subscriber (MTU 23 unless told; ``presumeSubscribers()``); Benchmarks/README.md
 /// (peripheral-two-centrals) measures both.
 /// Devices connected by the central role count too (BlueZ does not say which side a link is):
 /// with both roles on one adapter the socket is used only while nothing else is connected.
@@ -257,18 +257,11 @@ extension BlueZPeripheral {
   func presumeSubscribers() {
     guard configuration.severalCentrals == .socket, let socket = acquired, let registration
     else { return }
-    let prefix = registration.adapter.rawValue + "/"
-    var others = adapters.connected.filter { $0.rawValue.hasPrefix(prefix) }.sorted {
-      $0.rawValue < $1.rawValue
-    }
-    if let own = socket.devicePath {
-      // (once it left, the socket's own central subscribes unseen like any other when it
-      // comes back)
-      if socket.central.map({ subscribed.contains($0) }) ?? true { others.removeAll { $0 == own } }
-    } else if !others.isEmpty {
-      // (bluetoothd did not say which device took the socket: one of them did)
-      others.removeFirst()
-    }
+    // (once it left, the socket's own central subscribes unseen like any other when it comes
+    // back)
+    let ownStays = socket.central.map { subscribed.contains($0) } ?? true
+    let others = otherDevices(
+      than: ownStays ? socket.devicePath : nil, on: registration.adapter, ownKnown: !ownStays)
     for path in others where !presumed.contains(path) && presuming[path] != socket.serial {
       presuming[path] = socket.serial
       Task { [weak self, grace = configuration.unseenSubscriptionGrace, serial = socket.serial] in
@@ -296,8 +289,18 @@ extension BlueZPeripheral {
   /// Whether a device other than `own` (the socket's central; `nil`: unknown) is connected
   /// through `adapter`.
   func otherDeviceConnected(than own: DBusObjectPath?, on adapter: DBusObjectPath) -> Bool {
-    guard let own else { return adapters.connectedCount(on: adapter) > 1 }
+    !otherDevices(than: own, on: adapter).isEmpty
+  }
+
+  /// The devices connected through `adapter` other than `own`, in path order. With `own`
+  /// `nil` and `ownKnown` false (bluetoothd did not say which device took the socket: one of
+  /// them did), all but one.
+  func otherDevices(than own: DBusObjectPath?, on adapter: DBusObjectPath, ownKnown: Bool = false)
+    -> [DBusObjectPath]
+  {
     let prefix = adapter.rawValue + "/"
-    return adapters.connected.contains { $0 != own && $0.rawValue.hasPrefix(prefix) }
+    let connected = adapters.connected.filter { $0.rawValue.hasPrefix(prefix) && $0 != own }
+      .sorted { $0.rawValue < $1.rawValue }
+    return own == nil && !ownKnown ? Array(connected.dropFirst()) : connected
   }
 }
