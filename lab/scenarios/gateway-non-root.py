@@ -100,17 +100,7 @@ async def scenario(lab, policy_dir: Path):
     dev = sensor.address.replace(":", "").upper()
     mqtt = await lab.mqtt(subscribe="gatt2mqtt/#")
     mqtt.publish("gatt2mqtt/bridge/lab/peripheral/text/set", TEXT, retain=True)
-    gateway = await lab.gateway(f"""
-mqtt:
-  host: 127.0.0.1
-  port: 1883
-gateway:
-  id: lab
-bluetooth:
-  radio: bluez
-  adapter: {lab.adapter}
-  connect:
-    addresses: ["{sensor.address}"]
+    gateway = await lab.gateway(lab.bluez_gateway_config([sensor.address], """\
     retry_min_delay: 1
     rssi_interval: 2
   gatt:
@@ -118,7 +108,7 @@ bluetooth:
 peripheral:
   enabled: true
   local_name: lab-gw
-""", user=USER)
+"""), user=USER)
 
     # Without our policy: refused, clearly, everywhere a person looks; nothing crashes.
     event = await mqtt.expect("gatt2mqtt/bridge/lab/event",

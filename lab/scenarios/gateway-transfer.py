@@ -34,18 +34,8 @@ async def run(lab):
     transfer = await lab.peer("transfer", text=FIRST, max_mtu=23)
     dev = transfer.address.replace(":", "").upper()
     mqtt = await lab.mqtt(subscribe="gatt2mqtt/#")
-    await lab.gateway(f"""
-mqtt:
-  host: 127.0.0.1
-  port: 1883
-gateway:
-  id: lab
-bluetooth:
-  radio: bluez
-  adapter: {lab.adapter}
-  connect:
-    uuids: ["{uuids.TRANSFER_SERVICE.lower()}"]
-""")
+    await lab.gateway(lab.bluez_gateway_config(
+        extra=f'  connect:\n    uuids: ["{uuids.TRANSFER_SERVICE.lower()}"]\n'))
     topic = f"gatt2mqtt/{dev}/transfer"
     # Connected because it advertises the transfer service; subscribed by the gateway itself.
     await mqtt.expect(f"gatt2mqtt/{dev}/connection", where=lambda m: m.json().get("state") == "ready",
