@@ -262,12 +262,8 @@ public final class GatewayService: Service, Sendable {
       return
     }
     logger.info("gatt2mqtt stopping: publishing offline state")
-    await client.shutdown(
-      finalMessages: [
-        MQTTMessage(
-          topic: topics.bridgeState.rawValue, payload: instance.statePayload(online: false),
-          qos: .atLeastOnce, retain: true)
-      ], timeout: 0.6)
+    // The last will is the retained `offline` state (MQTTClientConfiguration+Gateway.swift).
+    await client.shutdown(publishingWill: true, timeout: 0.6)
     logger.info("gatt2mqtt stopped")
   }
 

@@ -85,7 +85,8 @@ public final class DeadlineThread: Sendable {
         _ = nanosleep(&pause, nil)
       } else {
         let milliseconds = wait.map { Int32(min($0 * 1000, 3_600_000).rounded(.up)) } ?? -1
-        _ = poll(&fds, 1, milliseconds)
+        // A failure waits a while (``pollDescriptors(_:timeout:)``), then the next turn runs.
+        _ = try? pollDescriptors(&fds, timeout: milliseconds)
       }
       // An interruption or a failure of `poll` or `nanosleep` only ends the wait early: the
       // next turn says how long to wait again.

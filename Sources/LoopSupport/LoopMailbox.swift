@@ -26,8 +26,14 @@ public final class LoopMailbox<Command: Sendable>: Sendable {
     var fds: [Int32] = [-1, -1]
     guard pipe(&fds) == 0 else { throw LoopError("pipe failed", errno: errno) }
     for fd in fds {
-      _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-      _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+      let flags = fcntl(fd, F_GETFL)
+      guard flags >= 0, fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0,
+        fcntl(fd, F_SETFD, FD_CLOEXEC) == 0
+      else {
+        let code = errno
+        for fd in fds { Glibc.close(fd) }
+        throw LoopError("fcntl on the wake-up pipe failed", errno: code)
+      }
     }
     wakeFD = fds[0]
     wakeWriteFD = fds[1]
@@ -118,14 +124,23 @@ public final class LoopMailbox<Command: Sendable>: Sendable {
 ///   - fds: The descriptors; their `revents` are set.
 ///   - timeout: Milliseconds, `-1` for no limit.
 /// - Returns: How many descriptors are ready.
-/// - Throws: ``LoopError`` for any other failure of `poll`.
+/// - Throws: ``LoopError`` for any other failure of `poll`, after waiting out `timeout` (at
+///   most ``pollFailurePause`` milliseconds, and that much when `timeout` is `-1`): such a
+///   failure (`EINVAL`, `ENOMEM`) comes again at once, and a loop that polls again after it
+///   must not spin.
 public func pollDescriptors(_ fds: inout [pollfd], timeout: Int32) throws(LoopError) -> Int {
   let ready = poll(&fds, nfds_t(fds.count), timeout)
   if ready >= 0 { return Int(ready) }
   let code = errno
   if code == EINTR { return 0 }
+  let milliseconds = timeout < 0 ? pollFailurePause : min(timeout, pollFailurePause)
+  var pause = timespec(tv_sec: 0, tv_nsec: Int(milliseconds) * 1_000_000)
+  _ = nanosleep(&pause, nil)
   throw LoopError("poll failed", errno: code)
 }
+
+/// The longest wait, in milliseconds, after a failed `poll` (see ``pollDescriptors(_:timeout:)``).
+public let pollFailurePause: Int32 = 100
 
 /// A system call of a loop thread failed.
 public struct LoopError: Error, Sendable, CustomStringConvertible {

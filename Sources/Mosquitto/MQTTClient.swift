@@ -189,16 +189,25 @@ public final class MQTTClient: Sendable {
     try await perform { waiter in .unsubscribe(filter, waiter) }
   }
 
-  /// Publishes `finalMessages` (for example a retained `offline` state), waits up to `timeout`
-  /// seconds for everything queued to be acknowledged, disconnects cleanly (so the broker does
-  /// not send the last will) and stops the loop thread.
+  /// Publishes `finalMessages`, then the configured last will when `publishingWill` (a clean
+  /// DISCONNECT tells the broker not to send it: the client says it itself, for example a
+  /// retained `offline` state), waits up to `timeout` seconds for everything queued to be
+  /// acknowledged, disconnects cleanly and stops the loop thread.
   ///
   /// Returns within `timeout` + 2 seconds whatever the broker does; when not connected it
   /// drops what is queued and returns at once.
-  public func shutdown(finalMessages: [MQTTMessage] = [], timeout: Double = 5) async {
+  ///
+  /// - Parameters:
+  ///   - publishingWill: Whether the last will goes out after `finalMessages`.
+  ///   - finalMessages: What to publish before disconnecting.
+  ///   - timeout: How long to wait for the broker's acknowledgements, in seconds.
+  public func shutdown(
+    publishingWill: Bool = false, finalMessages: [MQTTMessage] = [], timeout: Double = 5
+  ) async {
     if !core.started.withLock({ $0 }) { core.start() }
     _ = try? await withCheckedThrowingContinuation { continuation in
-      core.send(.shutdown(finalMessages, timeout: timeout, Waiter(continuation)))
+      core.send(
+        .shutdown(finalMessages, will: publishingWill, timeout: timeout, Waiter(continuation)))
     }
   }
 

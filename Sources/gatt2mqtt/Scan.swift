@@ -55,14 +55,15 @@ extension Gatt2MQTT {
         }
       }
       let gateway = GatewayID(GatewayConfiguration.Gateway.systemHostname())
-      let deadline = duration.map { Date().addingTimeInterval($0) }
+      // Monotonic: a clock set while scanning (NTP at boot) moves neither end.
+      let deadline = duration.map { ContinuousClock.now + .seconds($0) }
       let timer = Task {
         if let duration { try? await Task.sleep(for: .seconds(duration)) } else { return }
         runner.cancel()
       }
       defer { timer.cancel() }
       for await event in events {
-        if let deadline, Date() >= deadline { break }
+        if let deadline, ContinuousClock.now >= deadline { break }
         switch event {
         case .deviceAppeared(let advertisement), .deviceUpdated(let advertisement):
           if json {

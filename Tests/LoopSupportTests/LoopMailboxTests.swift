@@ -20,6 +20,26 @@ struct LoopMailboxTests {
     #expect(try pollDescriptors(&fds, timeout: 0) == 0)
   }
 
+  @Test(
+    "a failing poll (more descriptors than the process may open: EINVAL) is reported after a pause, so that a loop polling again cannot spin"
+  )
+  func failedPollPauses() throws {
+    var limit = rlimit()
+    #expect(getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0)
+    var fds = [pollfd](
+      repeating: pollfd(fd: -1, events: Int16(POLLIN), revents: 0),
+      count: Int(min(limit.rlim_cur, 1 << 20)) + 1)
+    // (Linux caps the limit at fs.nr_open, 1 << 20 by default.)
+    #expect(UInt64(fds.count) > UInt64(limit.rlim_cur), "the limit is \(limit.rlim_cur)")
+    for timeout: Int32 in [50, -1] {
+      let start = ContinuousClock.now
+      #expect(throws: LoopError.self) { try pollDescriptors(&fds, timeout: timeout) }
+      let waited = ContinuousClock.now - start
+      let expected = timeout < 0 ? pollFailurePause : timeout
+      #expect(waited >= .milliseconds(expected - 5), "\(timeout): \(waited)")
+    }
+  }
+
   @Test("more wake-ups than one read takes (1,000) drain too")
   func manyWakeUpsDrain() throws {
     let mailbox = try LoopMailbox<Int>()

@@ -1,3 +1,4 @@
+import Glibc
 import Logging
 import Testing
 
@@ -255,7 +256,9 @@ struct MQTTSessionTests {
     var session = MQTTSession(configuration: Self.configuration(), logger: Self.logger)
     session.tick(now: 0, on: &transport)
     session.connack(
-      refusal: "Connection Refused: not authorised.", sessionPresent: false, on: &transport)
+      refusal: MosquittoHandle.connackRefusal(
+        5, v5: false, text: "Connection Refused: not authorised."),
+      sessionPresent: false, on: &transport)
     session.disconnected(MQTTError(.network, "The connection was lost."), now: 0.1)
     let events = session.takeEvents()
     guard case .connectionFailed(let error, _) = events.first else {
@@ -263,7 +266,91 @@ struct MQTTSessionTests {
       return
     }
     #expect(error.code == .notAuthorized)
+    #expect(error.message == "broker refused the credentials (Connection Refused: not authorised.)")
     #expect(session.counters.connected == false)
+  }
+
+  @Test(
+    "errors are classified by their codes, never by text: CONNACK reason codes, and EPROTO with TLS"
+  )
+  func classifiedByCode() {
+    // MQTT 3.1.1 return codes: 4 bad user name or password, 5 not authorised; the others
+    // (1 protocol version, 2 identifier, 3 server unavailable) refuse the connection.
+    let v3 = (1...5).map { MosquittoHandle.connackRefusal($0, v5: false, text: "t").code }
+    #expect(
+      v3 == [
+        .connectionRefused, .connectionRefused, .connectionRefused, .notAuthorized, .notAuthorized,
+      ])
+    // MQTT 5 reason codes.
+    let v5: [Int32: MQTTError.Code] = [
+      0x80: .connectionRefused, 0x84: .connectionRefused, 0x86: .notAuthorized,
+      0x87: .notAuthorized, 0x88: .connectionRefused, 0x8A: .notAuthorized, 0x8C: .notAuthorized,
+      0x9F: .connectionRefused,
+    ]
+    for (code, expected) in v5 {
+      #expect(MosquittoHandle.connackRefusal(code, v5: true, text: "t").code == expected, "\(code)")
+    }
+    // libmosquitto reports a TLS failure on an open connection as MOSQ_ERR_ERRNO (14) with EPROTO.
+    #expect(MosquittoHandle.error(14, errno: EPROTO, tls: true).code == .tls)
+    #expect(MosquittoHandle.error(14, errno: EPROTO, tls: false).code == .network)
+    #expect(MosquittoHandle.error(14, errno: ECONNRESET, tls: true).code == .network)
+
+    // What libmosquitto logged adds detail; it does not change the kind.
+    var transport = FakeTransport()
+    var session = MQTTSession(configuration: Self.configuration(), logger: Self.logger)
+    session.tick(now: 0, on: &transport)
+    session.libraryMessage("Connection Refused: not authorised. (and an SSL word)")
+    session.connectionLost(MQTTError(.network, "The connection was lost."), now: 0.1)
+    guard case .connectionFailed(let error, _) = session.takeEvents().first else {
+      Issue.record("expected connectionFailed")
+      return
+    }
+    #expect(error.code == .network)
+    #expect(
+      error.message
+        == "The connection was lost. (Connection Refused: not authorised. (and an SSL word))")
+  }
+
+  @Test(
+    "the last will: the retained state the broker's will overwrote goes again after a reconnect; a clean shutdown publishes the will itself, last, when asked"
+  )
+  func lastWill() async throws {
+    var configuration = Self.configuration()
+    let will = MQTTMessage(topic: "gw/state", text: "offline", qos: .atLeastOnce, retain: true)
+    configuration.will = will
+    let online = MQTTMessage(topic: "gw/state", text: "online", qos: .atLeastOnce, retain: true)
+    for announce in [true, false] {
+      var transport = FakeTransport()
+      var session = Self.connected(configuration, &transport)
+      session.execute(.retain(online), now: 0, on: &transport)
+      #expect(transport.published == [online])
+      // The connection is lost (the broker publishes the will); after the reconnect the
+      // retained state goes again.
+      session.disconnected(MQTTError(.network, "The connection was lost."), now: 1)
+      guard case .idle(let retryAt) = session.phase else {
+        Issue.record("expected idle, got \(session.phase)")
+        return
+      }
+      session.tick(now: retryAt, on: &transport)
+      session.connack(refusal: nil, sessionPresent: true, on: &transport)
+      #expect(transport.published == [online, online])
+      try await withCheckedThrowingContinuation {
+        (continuation: CheckedContinuation<Void, any Error>) in
+        session.execute(
+          .shutdown(
+            [Self.message("final")], will: announce, timeout: 5, Waiter(continuation)),
+          now: retryAt, on: &transport)
+        for mid in Int32(1)...4 { session.published(mid: mid, refusal: nil, on: &transport) }
+        session.tick(now: retryAt, on: &transport)
+        #expect(transport.disconnects == 1)
+        session.finish(on: &transport)
+        session.deliverAnswers()
+      }
+      let expected =
+        announce
+        ? [online, online, Self.message("final"), will] : [online, online, Self.message("final")]
+      #expect(transport.published == expected, "announce \(announce)")
+    }
   }
 
   @Test("no CONNACK within the keepalive (at least 10 s): the attempt is given up and retried")
@@ -290,7 +377,8 @@ struct MQTTSessionTests {
     try await withCheckedThrowingContinuation {
       (continuation: CheckedContinuation<Void, any Error>) in
       session.execute(
-        .shutdown([Self.message("offline", retain: true)], timeout: 5, Waiter(continuation)),
+        .shutdown(
+          [Self.message("offline", retain: true)], will: false, timeout: 5, Waiter(continuation)),
         now: 1, on: &transport)
       #expect(session.phase == .draining(deadline: 6))
       // Not acknowledged yet: still draining.
@@ -332,5 +420,48 @@ struct MQTTSessionTests {
     #expect(error?.code == .invalidArgument)
     session.execute(.publish(Self.message("good"), nil), now: 1, on: &transport)
     #expect(transport.published.map(\.topic) == ["good"])
+  }
+}
+
+@Suite("MosquittoHandle: MQTT 5 property lists")
+struct MosquittoHandlePropertyTests {
+  @Test(
+    "a publication whose MQTT 5 properties MQTT cannot carry is refused with invalid_argument, never cut (libmosquitto 2.0.11 cuts a long user property value and a string at U+0000)"
+  )
+  func refusedProperties() throws {
+    let configuration = MQTTClientConfiguration(
+      host: "127.0.0.1", clientID: "props", protocolVersion: .v5)
+    let handle = try MosquittoHandle(configuration: configuration)
+    let long = String(repeating: "x", count: 70_000)
+    let refused: [MQTTPublishProperties] = [
+      MQTTPublishProperties(correlationData: Array(repeating: 1, count: 70_000)),
+      MQTTPublishProperties(responseTopic: long),
+      MQTTPublishProperties(userProperties: [MQTTUserProperty("k", long)]),
+      MQTTPublishProperties(contentType: long),
+      // 65,536 bytes: libmosquitto's own check lets one byte too many through.
+      MQTTPublishProperties(responseTopic: String(repeating: "x", count: 65_536)),
+      MQTTPublishProperties(userProperties: [MQTTUserProperty("k\u{0}v", "w")]),
+      MQTTPublishProperties(contentType: "text/\u{0}plain"),
+    ]
+    for properties in refused {
+      let result = handle.publish(
+        MQTTMessage(topic: "t", payload: [1], qos: .atLeastOnce, properties: properties))
+      guard case .refused(let error) = result else {
+        Issue.record("expected a refusal, got \(result)")
+        continue
+      }
+      #expect(error.code == .invalidArgument)
+      #expect(error.message.hasPrefix("MQTT 5 "), "\(error.message)")
+    }
+    // The largest correlation data MQTT allows is carried (not connected: kept for later).
+    let fits = MQTTPublishProperties(
+      responseTopic: "r", correlationData: Array(repeating: 1, count: 65_535),
+      userProperties: [MQTTUserProperty("k", "v")], contentType: "text/plain")
+    let result = handle.publish(
+      MQTTMessage(topic: "t", payload: [1], qos: .atLeastOnce, properties: fits))
+    guard case .noConnection = result else {
+      Issue.record("expected noConnection, got \(result)")
+      return
+    }
   }
 }

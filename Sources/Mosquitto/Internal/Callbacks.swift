@@ -1,4 +1,5 @@
 internal import CMosquitto
+import Glibc
 
 // C callbacks registered with libmosquitto. They run inside `mosquitto_loop_read/write/misc`
 // and `mosquitto_publish`, with the client's loop lock held: on the loop thread, or on a
@@ -22,7 +23,7 @@ func mosquittoOnDisconnect(
   _ mosq: OpaquePointer?, _ userdata: UnsafeMutableRawPointer?, _ rc: Int32,
   _ properties: OpaquePointer?
 ) {
-  core(userdata)?.record(.disconnected(rc: rc))
+  core(userdata)?.record(.disconnected(rc: rc, errno: errno))
 }
 
 func mosquittoOnPublish(

@@ -58,7 +58,8 @@ enum Command: Sendable {
   case forgetRetained(String)
   /// Forget the retained state of every topic that starts with the prefix.
   case forgetRetainedBelow(String)
-  case shutdown([MQTTMessage], timeout: Double, Waiter)
+  /// Publish the final messages (then the last will, when `will`), drain, disconnect, stop.
+  case shutdown([MQTTMessage], will: Bool, timeout: Double, Waiter)
   /// Answer at once: proves the loop thread takes commands (a watchdog's liveness check).
   case ping(Waiter)
   /// The owning client is gone: disconnect at once and end the thread.
@@ -86,7 +87,8 @@ enum Command: Sendable {
 /// What a C callback saw, recorded for the loop to process once the C call has returned.
 enum CallbackRecord {
   case connack(reasonCode: Int32, sessionPresent: Bool)
-  case disconnected(rc: Int32)
+  /// `errno` is its value when the callback ran (it tells a TLS failure from others).
+  case disconnected(rc: Int32, errno: Int32)
   case published(mid: Int32, reasonCode: Int32)
   case subscribed(mid: Int32, granted: [Int32])
   case unsubscribed(mid: Int32)
@@ -420,8 +422,8 @@ final class ClientCore: @unchecked Sendable {
     case .connack(let code, let sessionPresent):
       session.connack(
         refusal: handle.connackRefusal(code), sessionPresent: sessionPresent, on: &handle)
-    case .disconnected(let rc):
-      session.disconnected(handle.disconnection(rc), now: now())
+    case .disconnected(let rc, let code):
+      session.disconnected(handle.disconnection(rc, errno: code), now: now())
     case .published(let mid, let reason):
       session.published(mid: mid, refusal: handle.publishRefusal(reason), on: &handle)
     case .subscribed(let mid, let granted):

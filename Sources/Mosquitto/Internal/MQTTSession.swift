@@ -107,8 +107,11 @@ struct MQTTSession {
   /// The newest retained message of every topic this client published retained, in the order
   /// the topics first appeared: re-published after every accepted connection.
   private var retained = OrderedDictionary<String, MQTTMessage>()
-  /// The last error or warning libmosquitto logged, to explain the next failure.
+  /// The last error or warning libmosquitto logged: its text, added to the next failure's
+  /// message (never used to classify it).
   private var lastLibraryMessage: String?
+  /// Why the broker refused the last CONNECT: the error of the loss that follows.
+  private var refusal: MQTTError?
   private var shutdownWaiter: Waiter?
   /// Outcomes for waiters, delivered by ``deliverAnswers()`` once the figures are published.
   private var answers: [(waiter: Waiter, error: MQTTError?)] = []
@@ -204,13 +207,18 @@ struct MQTTSession {
       answer(waiter, nil)
     case .stop:
       phase = .stopped
-    case .shutdown(let finals, let timeout, let waiter):
+    case .shutdown(let finals, let will, let timeout, let waiter):
       shutdownWaiter = waiter
       guard phase == .connected else {
         phase = .stopped
         return
       }
-      for message in finals { hand(Outgoing(message: message, waiter: nil), on: &transport) }
+      // A clean DISCONNECT tells the broker not to publish the will: its message goes last,
+      // from here, when the caller announces its going.
+      let last = will ? configuration.will.map { [$0] } ?? [] : []
+      for message in finals + last {
+        hand(Outgoing(message: message, waiter: nil), on: &transport)
+      }
       phase = .draining(deadline: now + max(0, timeout))
     }
     updateDepths()
@@ -259,17 +267,19 @@ struct MQTTSession {
   /// The broker answered the CONNECT.
   ///
   /// - Parameters:
-  ///   - refusal: Why the broker refused (its reason code as text), `nil` when it accepted.
+  ///   - refusal: Why the broker refused (classified by its reason code), `nil` when it
+  ///     accepted.
   ///   - sessionPresent: Whether the broker kept a session.
   ///   - transport: Where subscriptions and retained state go again.
   mutating func connack(
-    refusal: String?, sessionPresent: Bool, on transport: inout some MQTTTransport
+    refusal: MQTTError?, sessionPresent: Bool, on transport: inout some MQTTTransport
   ) {
     if let refusal {
-      // libmosquitto closes the connection next; this explains why.
-      lastLibraryMessage = refusal
+      // libmosquitto closes the connection next; this is why.
+      self.refusal = refusal
       return
     }
+    self.refusal = nil
     let reconnect = everConnected
     everConnected = true
     backoff.reset()
@@ -384,7 +394,7 @@ struct MQTTSession {
       waiter?.resume(throwing: MQTTError(.stopped, "the MQTT client has stopped"))
     case .ping(let waiter):
       waiter.resume(throwing: MQTTError(.stopped, "the MQTT client has stopped"))
-    case .shutdown(_, _, let waiter): waiter.resume()
+    case .shutdown(_, _, _, let waiter): waiter.resume()
     case .retain, .forgetRetained, .forgetRetainedBelow, .stop: break
     }
   }
@@ -413,22 +423,16 @@ struct MQTTSession {
     }
   }
 
-  /// The error of a lost connection, made precise by what libmosquitto logged before it: a
-  /// refusal of the credentials, or a TLS failure.
+  /// The error of a lost connection: the broker's refusal of the CONNECT when there was one
+  /// (classified by its reason code), else `error` as the transport classified it by its
+  /// return code; what libmosquitto logged last is added to the message as detail.
   private mutating func explain(_ error: MQTTError) -> MQTTError {
-    guard let detail = lastLibraryMessage else { return error }
+    var explained = refusal ?? error
+    refusal = nil
+    if let detail = lastLibraryMessage, !explained.message.contains(detail) {
+      explained.message += " (\(detail))"
+    }
     lastLibraryMessage = nil
-    let lower = detail.lowercased()
-    if lower.contains("not authori") || lower.contains("bad user name")
-      || lower.contains("username or password")
-    {
-      return MQTTError(.notAuthorized, "broker refused the credentials (\(detail))")
-    }
-    if lower.contains("ssl") || lower.contains("tls") || lower.contains("certificate") {
-      return MQTTError(.tls, detail)
-    }
-    var explained = error
-    explained.message += " (\(detail))"
     return explained
   }
 

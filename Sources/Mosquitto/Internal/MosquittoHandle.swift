@@ -1,8 +1,9 @@
 internal import CMosquitto
 import Glibc
 
-/// One libmosquitto client handle: every `mosquitto_*` call of the client is made here, once,
-/// and every return code becomes an ``MQTTError`` in one place (``error(_:)``).
+/// One libmosquitto client handle: every `mosquitto_*` call of the client is made here, once
+/// (MQTT 5 property lists in ``PropertyList``), and every return code becomes an ``MQTTError``
+/// in one place (``error(_:errno:)``).
 ///
 /// Used only on the client's loop thread (``ClientCore``), which owns it.
 final class MosquittoHandle: MQTTTransport {
@@ -19,16 +20,17 @@ final class MosquittoHandle: MQTTTransport {
   init(configuration: MQTTClientConfiguration) throws(MQTTError) {
     self.configuration = configuration
     MosquittoLibrary.initialiseOnce()
+    // Before the handle, so that a failure leaves nothing to destroy.
+    if configuration.protocolVersion == .v5 && !configuration.cleanSession {
+      connectProperties = try PropertyList(int32: MQTT_PROP_SESSION_EXPIRY_INTERVAL, UInt32.max)
+    } else {
+      connectProperties = nil
+    }
     guard let handle = mosquitto_new(configuration.clientID, configuration.cleanSession, nil)
     else {
       throw MQTTError(.invalidConfiguration, "libmosquitto refused client id or session settings")
     }
     mosq = handle
-    if configuration.protocolVersion == .v5 && !configuration.cleanSession {
-      connectProperties = PropertyList(int32: MQTT_PROP_SESSION_EXPIRY_INTERVAL, UInt32.max)
-    } else {
-      connectProperties = nil
-    }
     // Every property is set: a failure here runs `deinit`, which destroys the handle.
     try configure()
   }
@@ -70,7 +72,7 @@ final class MosquittoHandle: MQTTTransport {
       }
     }
     if let will = c.will {
-      let list = c.protocolVersion == .v5 ? PropertyList(will.properties) : nil
+      let list = c.protocolVersion == .v5 ? try PropertyList.make(will.properties) : nil
       let rc = will.payload.withUnsafeBytes { bytes in
         mosquitto_will_set_v5(
           mosq, will.topic, Int32(bytes.count), bytes.baseAddress, Int32(will.qos.rawValue),
@@ -130,9 +132,14 @@ final class MosquittoHandle: MQTTTransport {
   }
 
   func publish(_ message: MQTTMessage) -> MQTTSendResult {
-    let list =
-      configuration.protocolVersion == .v5 && message.hasProperties
-      ? PropertyList(message.properties) : nil
+    let list: PropertyList?
+    do {
+      list =
+        configuration.protocolVersion == .v5 && message.hasProperties
+        ? try PropertyList.make(message.properties) : nil
+    } catch {
+      return .refused(error)
+    }
     var mid: Int32 = 0
     let rc = message.payload.withUnsafeBytes { bytes in
       mosquitto_publish_v5(
@@ -155,6 +162,8 @@ final class MosquittoHandle: MQTTTransport {
   }
 
   func disconnect() {
+    // `MOSQ_ERR_NO_CONN` (already closed) and `MOSQ_ERR_INVAL` (no handle) leave nothing to do:
+    // the session goes on to `stopped` either way.
     _ = mosquitto_disconnect_v5(mosq, 0, nil)
   }
 
@@ -213,18 +222,29 @@ final class MosquittoHandle: MQTTTransport {
   func misc() -> MQTTError? { failure(mosquitto_loop_misc(mosq)) }
 
   private func failure(_ rc: Int32) -> MQTTError? {
-    rc == MOSQ_ERR_SUCCESS.rawValue ? nil : error(rc)
+    rc == MOSQ_ERR_SUCCESS.rawValue ? nil : error(rc, errno: errno)
   }
 
   // MARK: return codes and reason codes
 
-  /// Why a CONNACK refused the connection, as text (`reasonCode` 0: accepted, `nil`).
-  func connackRefusal(_ reasonCode: Int32) -> String? {
+  /// Why a CONNACK refused the connection (`reasonCode` 0: accepted, `nil`), classified by
+  /// its code: the credentials refused (MQTT 3.1.1 codes 4 and 5; MQTT 5 `0x86` bad user name
+  /// or password, `0x87` not authorised, `0x8A` banned, `0x8C` bad authentication method) are
+  /// `not_authorized`, every other refusal `connection_refused`.
+  func connackRefusal(_ reasonCode: Int32) -> MQTTError? {
     guard reasonCode != 0 else { return nil }
-    if configuration.protocolVersion == .v5 {
-      return String(cString: mosquitto_reason_string(reasonCode))
-    }
-    return String(cString: mosquitto_connack_string(reasonCode))
+    let v5 = configuration.protocolVersion == .v5
+    let text = String(
+      cString: v5 ? mosquitto_reason_string(reasonCode) : mosquitto_connack_string(reasonCode))
+    return Self.connackRefusal(reasonCode, v5: v5, text: text)
+  }
+
+  /// ``connackRefusal(_:)`` for a reason code and its text.
+  static func connackRefusal(_ reasonCode: Int32, v5: Bool, text: String) -> MQTTError {
+    let credentials: Set<Int32> = v5 ? [0x86, 0x87, 0x8A, 0x8C] : [4, 5]
+    return credentials.contains(reasonCode)
+      ? MQTTError(.notAuthorized, "broker refused the credentials (\(text))")
+      : MQTTError(.connectionRefused, "broker refused the connection (\(text))")
   }
 
   /// Why the broker refused a publication (an MQTT 5 reason code ≥ 0x80), as text.
@@ -233,8 +253,13 @@ final class MosquittoHandle: MQTTTransport {
   }
 
   /// The error a disconnection callback reports (`rc` 0: a clean disconnection, `nil`).
-  func disconnection(_ rc: Int32) -> MQTTError? {
-    rc == MOSQ_ERR_SUCCESS.rawValue ? nil : error(rc)
+  ///
+  /// - Parameters:
+  ///   - rc: The callback's return code.
+  ///   - code: `errno` when the callback ran.
+  /// - Returns: The error, `nil` for a clean disconnection.
+  func disconnection(_ rc: Int32, errno code: Int32) -> MQTTError? {
+    rc == MOSQ_ERR_SUCCESS.rawValue ? nil : error(rc, errno: code)
   }
 
   /// The one place a libmosquitto return code becomes an error.
@@ -244,9 +269,18 @@ final class MosquittoHandle: MQTTTransport {
   ///   - code: The `errno` after the call, for `MOSQ_ERR_ERRNO`.
   /// - Returns: The error, with its kind and libmosquitto's (or the system's) text.
   func error(_ rc: Int32, errno code: Int32 = 0) -> MQTTError {
+    Self.error(rc, errno: code, tls: configuration.tls != nil)
+  }
+
+  /// ``error(_:errno:)`` for a client with or without TLS: libmosquitto reports a failed TLS
+  /// handshake or record on an open connection as `MOSQ_ERR_ERRNO` with `EPROTO`
+  /// (`net__handle_ssl`), which is `tls` where TLS is configured.
+  static func error(_ rc: Int32, errno code: Int32, tls: Bool) -> MQTTError {
     let text =
       rc == MOSQ_ERR_ERRNO.rawValue && code != 0 ? String(cString: strerror(code)) : Self.text(rc)
     switch rc {
+    case MOSQ_ERR_ERRNO.rawValue where code == EPROTO && tls:
+      return MQTTError(.tls, "TLS failure (\(text))")
     case MOSQ_ERR_TLS.rawValue, MOSQ_ERR_TLS_HANDSHAKE.rawValue: return MQTTError(.tls, text)
     case MOSQ_ERR_CONN_REFUSED.rawValue: return MQTTError(.connectionRefused, text)
     case MOSQ_ERR_AUTH.rawValue, MOSQ_ERR_NOT_SUPPORTED.rawValue:
