@@ -11,15 +11,15 @@ public struct BlueZCentralConfiguration: Sendable, Hashable {
   }
 
   /// The D-Bus address of the system bus, or `nil` for `DBUS_SYSTEM_BUS_ADDRESS` or else
-  /// `unix:path=/run/dbus/system_bus_socket` (`bluetooth.bus_address`).
+  /// `unix:path=/run/dbus/system_bus_socket` (the gateway's configuration has no key for it:
+  /// the environment variable chooses another bus).
   public var busAddress: String?
-  /// How many BlueZ signals the connection buffers while the central is busy
-  /// (`bluetooth.signal_buffer`, default 8192).
+  /// How many BlueZ signals the connection buffers while the central is busy (default 8192).
   public var signalBufferSize: Int
   /// The most devices the object model keeps; beyond it the longest-unseen ones that are not
   /// connected are forgotten (default 4096; the gateway passes `bluetooth.max_devices`).
   public var maxDevices: Int
-  /// How long a BlueZ method call may take (`bluetooth.call_timeout`, default 10 s).
+  /// How long a BlueZ method call may take (default 10 s).
   public var callTimeout: Duration
   /// The first delay before reconnecting to a lost bus, doubled after each failure
   /// (default 0.5 s).
@@ -72,8 +72,9 @@ public struct BlueZCentralConfiguration: Sendable, Hashable {
     self.scanMethod = scanMethod
   }
 
-  /// The bus settings of a session the central makes for itself.
-  var session: BlueZSessionConfiguration {
+  /// The bus settings of a session the central makes for itself, and of the one the gateway
+  /// shares between its roles.
+  public var session: BlueZSessionConfiguration {
     BlueZSessionConfiguration(
       busAddress: busAddress, signalBufferSize: signalBufferSize, callTimeout: callTimeout,
       reconnectDelay: reconnectDelay, maxReconnectDelay: maxReconnectDelay)

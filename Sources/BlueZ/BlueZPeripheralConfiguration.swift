@@ -3,7 +3,7 @@ public import BridgeCore
 /// Settings of a ``BlueZPeripheral``; every default is the documented configuration default.
 public struct BlueZPeripheralConfiguration: Sendable, Hashable {
   /// The D-Bus address of the system bus, or `nil` for `DBUS_SYSTEM_BUS_ADDRESS` or else
-  /// `unix:path=/run/dbus/system_bus_socket` (`bluetooth.bus_address`).
+  /// `unix:path=/run/dbus/system_bus_socket` (used when the peripheral makes its own session).
   public var busAddress: String?
   /// The object path below which the GATT application (`<root>/app`) and the advertisement
   /// (`<root>/advertisement0`) are exported on our connection (default `/org/gatt2mqtt`); an

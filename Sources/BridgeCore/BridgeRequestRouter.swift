@@ -46,6 +46,9 @@ public struct BridgeRequestRouter: Sendable {
   ///   - peripheral: whether the gateway runs a peripheral role (`peripheral/start|stop`).
   ///   - linkQuality: whether the gateway reads connected devices' link quality
   ///     (`device/rssi`).
+  ///   - fleetWide: for a request sent to the whole fleet, the request topic prefix of this
+  ///     gateway (`<base>/bridge/<gw>/request/`), named in the `not_supported` answer to a verb
+  ///     that is not one of ``fleetVerbs``; `nil` for a request sent to this gateway.
   /// - Returns: what to do; never fails, bad input gets an error response.
   public func route(
     verb: String, payload: [UInt8], health: () -> HealthReport,
@@ -53,8 +56,17 @@ public struct BridgeRequestRouter: Sendable {
     device: ((Bool, JSONObject) -> BridgeResponse)? = nil,
     remove: ((JSONObject) -> BridgeResponse)? = nil, devices: (() -> JSONValue)? = nil,
     rename: ((JSONObject) -> BridgeResponse)? = nil, peripheral: Bool = false,
-    linkQuality: Bool = false
+    linkQuality: Bool = false, fleetWide: String? = nil
   ) -> Route {
+    if let prefix = fleetWide, !Self.fleetVerbs.contains(verb) {
+      let fleet = Self.fleetVerbs.sorted().joined(separator: ", ")
+      return .answer(
+        .failure(
+          code: "not_supported",
+          message:
+            "'\(Self.quoted(verb))' is not a fleet-wide request: send it to \(prefix)…; fleet-wide: \(fleet)",
+          transaction: try? BridgeRequest(verb: verb, payload: payload).transaction))
+    }
     let request: BridgeRequest
     do {
       request = try BridgeRequest(verb: verb, payload: payload)
@@ -101,13 +113,17 @@ public struct BridgeRequestRouter: Sendable {
       return .linkQuality(request.body, transaction: request.transaction)
     default:
       let known = (["health_check"] + Self.bluetoothVerbs.sorted()).joined(separator: ", ")
-      // The verb is the requester's: quote at most 64 characters of it.
-      let quoted = verb.count > 64 ? String(verb.prefix(64)) + "…" : verb
       return answer(
         .failure(
-          code: "unknown_request", message: "unknown request '\(quoted)'; known: \(known)",
+          code: "unknown_request",
+          message: "unknown request '\(Self.quoted(verb))'; known: \(known)",
           transaction: nil))
     }
+  }
+
+  /// The verb is the requester's: at most 64 characters of it are quoted.
+  private static func quoted(_ verb: String) -> String {
+    verb.count > 64 ? String(verb.prefix(64)) + "…" : verb
   }
 
   /// Answers one request that needs no peripheral role (``route(verb:payload:health:scan:device:remove:devices:peripheral:)``

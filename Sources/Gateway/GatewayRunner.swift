@@ -143,11 +143,12 @@ public enum GatewayRunner {
         metrics.recordDBusCall(method, ok: ok, seconds: seconds)
       }
     }
+    // One set of bus settings for the shared session and the central.
+    let centralConfiguration = BlueZCentralConfiguration(gateway: configuration)
     let session = BlueZSession(
-      configuration: BlueZSessionConfiguration(), logger: logger, callObserver: callObserver)
+      configuration: centralConfiguration.session, logger: logger, callObserver: callObserver)
     let central = BlueZCentral(
-      session: session, configuration: BlueZCentralConfiguration(gateway: configuration),
-      logger: logger)
+      session: session, configuration: centralConfiguration, logger: logger)
     let peripheral = BlueZPeripheral(
       session: session,
       configuration: BlueZPeripheralConfiguration(

@@ -652,17 +652,6 @@ public final class GatewayService: Service, Sendable {
     case .fleetPeripheralText:
       peripheralRole?.text(message, source: .fleet)
       return
-    case .fleet(let verb) where !BridgeRequestRouter.fleetVerbs.contains(verb):
-      let fleet = BridgeRequestRouter.fleetVerbs.sorted().joined(separator: ", ")
-      let transaction = try? BridgeRequest(verb: verb, payload: message.payload).transaction
-      answer(
-        verb: verb,
-        .failure(
-          code: "not_supported",
-          message:
-            "'\(verb.count > 64 ? String(verb.prefix(64)) + "…" : verb)' is not a fleet-wide request: send it to \(topics.bridgeRequestPrefix)…; fleet-wide: \(fleet)",
-          transaction: transaction), to: message, fleet: true)
-      return
     case .bridge, .fleet: break
     default:
       centralRole?.request(request, message: message)
@@ -686,7 +675,8 @@ public final class GatewayService: Service, Sendable {
     let route = router.route(
       verb: verb, payload: message.payload, health: { self.health() }, scan: scan,
       device: device, remove: remove, devices: devices, rename: rename,
-      peripheral: peripheralRole != nil, linkQuality: centralRole?.servesConnections == true)
+      peripheral: peripheralRole != nil, linkQuality: centralRole?.servesConnections == true,
+      fleetWide: fleet ? topics.bridgeRequestPrefix : nil)
     let queued: PeripheralCommand
     switch route {
     case .answer(let response):

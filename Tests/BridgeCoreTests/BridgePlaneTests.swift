@@ -165,6 +165,64 @@ struct BridgePlaneTests {
     #expect(response.errorCode == "invalid_payload")
   }
 
+  @Test("device/rename reaches its handler; device/rssi is routed to the radio with its object")
+  func renameAndRSSI() {
+    let renamed = router.respond(
+      verb: "device/rename",
+      payload: Array(#"{"device":"AABBCCDDEEFF","name":"kitchen","transaction":1}"#.utf8),
+      health: health)
+    #expect(renamed.errorCode == "not_supported")
+    let route = router.route(
+      verb: "device/rename",
+      payload: Array(#"{"device":"AABBCCDDEEFF","name":"kitchen","transaction":1}"#.utf8),
+      health: health,
+      rename: { body in
+        #expect(body["name"] == "kitchen")
+        return .success(["device": "kitchen"], transaction: nil)
+      })
+    guard case .answer(let response) = route else {
+      Issue.record("expected an answer, got \(route)")
+      return
+    }
+    #expect(response.ok)
+    #expect(response.data["device"] == "kitchen")
+    #expect(response.transaction == .integer(1))
+    let rssi = router.route(
+      verb: "device/rssi", payload: Array(#"{"device":"AABBCCDDEEFF","transaction":"q"}"#.utf8),
+      health: health, linkQuality: true)
+    #expect(rssi == .linkQuality(["device": "AABBCCDDEEFF", "transaction": "q"], transaction: "q"))
+    #expect(
+      router.respond(verb: "device/rssi", payload: [], health: health).errorCode
+        == "not_supported")
+  }
+
+  @Test(
+    "sent to the whole fleet, a verb that is not fleet-wide answers not_supported naming this gateway's request topic; fleet verbs are served"
+  )
+  func fleetWideVerbs() {
+    let route = router.route(
+      verb: "device/connect", payload: Array(#"{"device":"AABBCCDDEEFF","transaction":2}"#.utf8),
+      health: health, device: { _, _ in .success(transaction: nil) },
+      fleetWide: "gatt2mqtt/bridge/gw1/request/")
+    guard case .answer(let refused) = route else {
+      Issue.record("expected an answer, got \(route)")
+      return
+    }
+    #expect(refused.errorCode == "not_supported")
+    #expect(
+      refused.message
+        == "'device/connect' is not a fleet-wide request: send it to gatt2mqtt/bridge/gw1/request/…; fleet-wide: devices, health_check, scan"
+    )
+    #expect(refused.transaction == .integer(2))
+    let served = router.route(
+      verb: "health_check", payload: [], health: health, fleetWide: "gatt2mqtt/bridge/gw1/request/")
+    guard case .answer(let health) = served else {
+      Issue.record("expected an answer, got \(served)")
+      return
+    }
+    #expect(health.ok)
+  }
+
   @Test("a valid scan request without a scanner answers not_supported, with the transaction")
   func scanWithoutScanner() {
     let response = router.respond(
