@@ -93,9 +93,15 @@ extension BlueZCentral {
   /// BlueZ counts `StartNotify` sessions per D-Bus client: starting again is harmless.
   ///
   /// Off: an acquired socket is drained (its values are delivered first) and shut, which ends
-  /// BlueZ's session; otherwise `StopNotify`. Stopping when this central has no subscription,
-  /// or when the device is not connected, is success. Either way the change arrives as
-  /// ``CentralEvent/notifyingChanged(_:_:)``.
+  /// BlueZ's session; a `StartNotify` session of ours is ended with `StopNotify`. Stopping when
+  /// this central has no subscription, or when the device is not connected, is success. Either
+  /// way the change arrives as ``CentralEvent/notifyingChanged(_:_:)``.
+  ///
+  /// `StopNotify` is never sent for a characteristic this central did not start: BlueZ 5.66
+  /// answers it, first, by closing whatever socket is acquired for the characteristic —
+  /// another client's, or the leftover of an `AcquireNotify` whose CCC write failed, which it
+  /// frees a second time and crashes on (bluez/bluez#1376: such a leftover also makes every
+  /// later `AcquireNotify` and `StartNotify` answer `NotPermitted` "Notify acquired").
   ///
   /// - Parameters:
   ///   - characteristic: The characteristic.
@@ -111,15 +117,16 @@ extension BlueZCentral {
         notifyReader?.remove(acquired.fd)
         return
       }
+      guard startedNotify.contains(characteristic) else { return }
       do {
         _ = try await gattCall(characteristic, "StopNotify", [], timeout: timeout)
       } catch {
         // BlueZ: `Failed` "No notify session started" when we had none.
         let noSession =
           error.bluez == .failed && error.message.lowercased().contains("notify session")
-        if noSession || error.code == .notConnected { return }
-        throw error
+        guard noSession || error.code == .notConnected else { throw error }
       }
+      startedNotify.remove(characteristic)
       return
     }
     guard acquiredNotify[characteristic] == nil else { return }
@@ -136,7 +143,20 @@ extension BlueZCentral {
           metadata: ["ble.characteristic": "\(characteristic)", "error": "\(error)"])
       }
     }
-    _ = try await gattCall(characteristic, "StartNotify", [], timeout: timeout)
+    try await startNotify(characteristic, timeout: timeout)
+  }
+
+  /// `StartNotify`, noting the session (also when the call timed out: it may have started).
+  private func startNotify(_ characteristic: GATTCharacteristicID, timeout: Double)
+    async throws(CentralError)
+  {
+    do {
+      _ = try await gattCall(characteristic, "StartNotify", [], timeout: timeout)
+    } catch {
+      if error.code == .timeout { startedNotify.insert(characteristic) }
+      throw error
+    }
+    startedNotify.insert(characteristic)
     counters.notifyStarted += 1
   }
 
@@ -241,10 +261,8 @@ extension BlueZCentral {
       metadata: ["ble.characteristic": "\(characteristic)"])
     guard model.device(address: characteristic.address)?.connected == true else { return }
     do {
-      _ = try await gattCall(
-        characteristic, "StartNotify", [],
-        timeout: Double(configuration.callTimeout.components.seconds))
-      counters.notifyStarted += 1
+      try await startNotify(
+        characteristic, timeout: Double(configuration.callTimeout.components.seconds))
     } catch {
       logger.warning(
         "StartNotify after the socket ended failed: \(error)",

@@ -91,6 +91,8 @@ extension BlueZCentral: BlueZSessionClient {
     scanner?.stopAll()
     scanner?.forgetDevices()
     releaseAcquired(address: nil)
+    // bluetoothd's notify sessions end with it (or with our connection to the bus).
+    startedNotify = []
     if announced {
       announced = false
       hub.yield(.stackLost)

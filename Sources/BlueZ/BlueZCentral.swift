@@ -100,6 +100,9 @@ public actor BlueZCentral: BLECentral {
   var acquiredNotify: [GATTCharacteristicID: AcquiredNotify] = [:]
   /// Characteristics moved to `StartNotify` because their socket ended at once (``NotifyMethod/auto``).
   var startNotifyOnly: Set<GATTCharacteristicID> = []
+  /// Characteristics with a `StartNotify` session of ours (or one that may have started: the
+  /// call timed out); only these are stopped with `StopNotify`.
+  var startedNotify: Set<GATTCharacteristicID> = []
   /// Reads the acquired sockets; started with the first.
   var notifyReader: DatagramReader?
   /// Deep backlogs found in acquired sockets, counted on the reader thread.

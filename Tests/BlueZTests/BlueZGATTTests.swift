@@ -443,6 +443,32 @@ struct BlueZGATTTests {
     }
   }
 
+  @Test(
+    "a socket acquired by someone else (or left over, bluez/bluez#1376): both ways refused, and never a StopNotify, which BlueZ 5.66 would answer by closing that socket (or crash on)"
+  )
+  func foreignSocketIsNeverStopped() async throws {
+    try await PrivateBus.with { bus in
+      let (fake, device, central, _, task) = try await Self.resolved(bus)
+      defer { task.cancel() }
+      fake.holdForeignSocket(device.level)
+      let refused = await #expect(throws: CentralError.self) {
+        try await central.setNotify(Self.levelID, enabled: true, timeout: 5)
+      }
+      #expect(refused?.code == .notPermitted)
+      #expect(fake.calls("AcquireNotify").map(\.path) == [device.level])
+      #expect(fake.calls("StartNotify").map(\.path) == [device.level])
+      // Off: nothing of ours to stop.
+      try await central.setNotify(Self.levelID, enabled: false, timeout: 5)
+      #expect(fake.calls("StopNotify").isEmpty)
+      // The other socket goes: on works again (StartNotify), and off now stops our session.
+      try await fake.endAcquired(device.level)
+      try await central.setNotify(Self.levelID, enabled: true, method: .start, timeout: 5)
+      try await central.setNotify(Self.levelID, enabled: false, timeout: 5)
+      #expect(fake.calls("StopNotify").map(\.path) == [device.level])
+      await fake.stop()
+    }
+  }
+
   @Test("a socket that ends at once without a value moves the characteristic to StartNotify")
   func learnedFallback() async throws {
     try await PrivateBus.with { bus in

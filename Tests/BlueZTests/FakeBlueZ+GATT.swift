@@ -65,6 +65,10 @@ extension FakeBlueZ {
       },
       method("WriteValue", at: path, in: "aya{sv}"),
       method("StartNotify", at: path) { [self] _ in
+        // BlueZ 5.66 refuses it while a socket is acquired (by anyone, or left over).
+        guard state.notifySockets.withLock({ $0[path] }) == nil else {
+          throw DBusError(name: "org.bluez.Error.NotPermitted", message: "Notify acquired")
+        }
         if !isNotifying(path) { try await change(path, interface, ["Notifying": .bool(true)]) }
         return []
       },
@@ -148,6 +152,16 @@ extension FakeBlueZ {
     guard let fd = state.notifySockets.withLock({ $0[path] }) else { return false }
     var probe = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
     return poll(&probe, 1, seconds * 1000) == 1 && probe.revents & Int16(POLLHUP) != 0
+  }
+
+  /// Holds an acquired socket for `path` that is not the gateway's: another D-Bus client's, or
+  /// the leftover of a subscription whose CCC write failed (BlueZ 5.66 keeps `notify_io` then,
+  /// and its `StopNotify` frees it twice: bluez/bluez#1376).
+  func holdForeignSocket(_ path: String) {
+    var fds: [Int32] = [-1, -1]
+    guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &fds) == 0 else { return }
+    close(fds[1])
+    state.notifySockets.withLock { $0[path] = fds[0] }
   }
 
   /// Ends the acquired session as BlueZ does when the socket goes: closes the fake's end and
