@@ -10,8 +10,10 @@
 /// do not check for a hang-up (hbldh/bleak#1982; this gateway does).
 public enum NotifyMethod: String, CaseIterable, Sendable, Hashable, SelectorRuleValue {
   /// `AcquireNotify` where BlueZ grants it, else `StartNotify`: BlueZ refuses the socket for
-  /// indicate-only characteristics (5.66), when another client already subscribed, and when
-  /// the socket is taken. A socket that hangs up within seconds of being acquired while the
+  /// indicate-only characteristics (5.66; bluez/bluez#1022 asks for indications on it), when
+  /// another client already subscribed, and when the socket is taken (also by the leftover of
+  /// a subscription whose CCC write failed, bluez/bluez#1376: `StartNotify` is refused then
+  /// too, and the gateway never sends a `StopNotify` it did not start). A socket that hangs up within seconds of being acquired while the
   /// device stays connected moves that characteristic to `StartNotify` until the gateway
   /// restarts. The default.
   case auto
