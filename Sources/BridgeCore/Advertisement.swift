@@ -161,7 +161,7 @@ public struct Advertisement: Sendable, Hashable {
     }
     if let decoded, !decoded.isEmpty {
       writer.key("decoded")
-      writer.value(decoded.json)
+      decoded.write(to: &writer)
     }
     writer.key("gw")
     writer.string(gateway.rawValue)

@@ -126,33 +126,6 @@ public struct BridgeRequestRouter: Sendable {
     verb.count > 64 ? String(verb.prefix(64)) + "…" : verb
   }
 
-  /// Answers one request that needs no peripheral role (``route(verb:payload:health:scan:device:remove:devices:peripheral:)``
-  /// without one).
-  /// - Parameters:
-  ///   - verb: the topic's verb.
-  ///   - payload: the request's payload bytes.
-  ///   - health: the current health figures, for `health_check`.
-  ///   - scan: carries out a valid `scan` command, or `nil`.
-  ///   - device: carries out `device/connect` and `device/disconnect`, or `nil`.
-  ///   - remove: carries out `device/remove`, or `nil`.
-  ///   - devices: the devices list, or `nil`.
-  /// - Returns: the response to publish.
-  public func respond(
-    verb: String, payload: [UInt8], health: () -> HealthReport,
-    scan: ((ScanCommand) -> BridgeResponse)? = nil,
-    device: ((Bool, JSONObject) -> BridgeResponse)? = nil,
-    remove: ((JSONObject) -> BridgeResponse)? = nil, devices: (() -> JSONValue)? = nil
-  ) -> BridgeResponse {
-    switch route(
-      verb: verb, payload: payload, health: health, scan: scan, device: device, remove: remove,
-      devices: devices)
-    {
-    case .answer(let response): return response
-    case .peripheral(_, let transaction), .linkQuality(_, let transaction):
-      return notSupported(verb, transaction: transaction)
-    }
-  }
-
   private func notSupported(_ verb: String, transaction: JSONValue? = nil) -> BridgeResponse {
     .failure(
       code: "not_supported",

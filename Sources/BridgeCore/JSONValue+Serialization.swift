@@ -20,7 +20,8 @@ extension JSONValue {
     return out
   }
 
-  private static func write(_ value: JSONValue, to out: inout [UInt8]) {
+  /// Appends the compact JSON text of `value` to `out` (``serializedBytes()`` in place).
+  static func write(_ value: JSONValue, to out: inout [UInt8]) {
     switch value {
     case .null: out.append(contentsOf: "null".utf8)
     case .bool(let flag): out.append(contentsOf: (flag ? "true" : "false").utf8)

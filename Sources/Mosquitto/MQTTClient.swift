@@ -201,13 +201,14 @@ public final class MQTTClient: Sendable {
   ///   - publishingWill: Whether the last will goes out after `finalMessages`.
   ///   - finalMessages: What to publish before disconnecting.
   ///   - timeout: How long to wait for the broker's acknowledgements, in seconds.
+  ///
+  /// A cancelled caller stops waiting at once; the shutdown itself goes on.
   public func shutdown(
     publishingWill: Bool = false, finalMessages: [MQTTMessage] = [], timeout: Double = 5
   ) async {
     if !core.started.withLock({ $0 }) { core.start() }
-    _ = try? await withCheckedThrowingContinuation { continuation in
-      core.send(
-        .shutdown(finalMessages, will: publishingWill, timeout: timeout, Waiter(continuation)))
+    try? await perform { waiter in
+      .shutdown(finalMessages, will: publishingWill, timeout: timeout, waiter)
     }
   }
 

@@ -120,4 +120,38 @@ struct BlueZSessionTests {
       await fake.stop()
     }
   }
+
+  @Test(
+    "another bluetoothd takes over (a new unique name, other adapters): one new snapshot from it; the roles follow it, the old stack's objects are gone"
+  )
+  func anotherOwnerTakesOver() async throws {
+    try await PrivateBus.with { bus in
+      let first = try await FakeBlueZ.start(on: bus)
+      let (session, central, centralEvents, peripheral, peripheralEvents, task) = Self.roles(bus)
+      defer { task.cancel() }
+      try await centralEvents.next(where: Self.isAdapter("hci0"))
+      try await peripheral.startPeripheral(PeripheralService(localName: "gw1"))
+      try await peripheralEvents.next("advertising") { $0 == .stateChanged(.advertising) }
+      let firstName = try #require(first.calls("RegisterApplication").first?.sender)
+
+      await first.stop()
+      try await centralEvents.next { $0 == .stackLost }
+      let second = try await FakeBlueZ.start(on: bus, adapters: ["hci1"])
+      try await centralEvents.next(where: Self.isAdapter("hci1"))
+      #expect(try await central.adapters().map(\.id) == ["hci1"])
+      let deadline = ContinuousClock.now + .seconds(10)
+      while second.calls("RegisterAdvertisement").isEmpty, ContinuousClock.now < deadline {
+        try await Task.sleep(for: .milliseconds(20))
+      }
+      #expect(second.calls("RegisterApplication").count == 1)
+      #expect(second.calls("RegisterAdvertisement").count == 1)
+      // The same session connection calls the new owner.
+      #expect(second.calls("RegisterApplication").first?.sender == firstName)
+      let statistics = await session.statistics
+      #expect(statistics.connections == 1)
+      #expect(statistics.snapshots == 2)
+      #expect(statistics.synced)
+      await second.stop()
+    }
+  }
 }

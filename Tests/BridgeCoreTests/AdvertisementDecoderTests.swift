@@ -227,6 +227,19 @@ struct AdvertisementDecoderTests {
       ).contains("decoded"))
   }
 
+  @Test(
+    "the decoded member is written straight into the advertisement's bytes exactly as its JSON value serialises, errors included",
+    arguments: ["40 01 61 02 CA 09", "40 01 61 9F 01", "", "41 02 CA 09"])
+  func decodedWrittenDirectly(data: String) throws {
+    let advertisement = Advertisement(
+      address: Self.address, rssi: -60, serviceData: [BluetoothUUID(uuid16: 0xFCD2): bytes(data)])
+    let decoded = AdvertisementDecoder.decode(advertisement)
+    #expect(!decoded.isEmpty)
+    let written = try JSONValue.parse(
+      advertisement.jsonBytes(gateway: GatewayID("pi"), time: 1, decoded: decoded))
+    #expect(written.objectValue?["decoded"] == decoded.json)
+  }
+
   @Test("no input traps: every byte string up to 4 bytes after each format's header")
   func totality() {
     let headers: [(UInt16, [UInt8], Bool)] = [

@@ -247,3 +247,23 @@ struct BridgePlaneTests {
     #expect(!called)
   }
 }
+
+extension BridgeRequestRouter {
+  /// The answer to a request routed without a peripheral role or link-quality reading (always
+  /// an answer then).
+  func respond(
+    verb: String, payload: [UInt8], health: () -> HealthReport,
+    scan: ((ScanCommand) -> BridgeResponse)? = nil,
+    device: ((Bool, JSONObject) -> BridgeResponse)? = nil,
+    remove: ((JSONObject) -> BridgeResponse)? = nil, devices: (() -> JSONValue)? = nil
+  ) -> BridgeResponse {
+    let route = route(
+      verb: verb, payload: payload, health: health, scan: scan, device: device, remove: remove,
+      devices: devices)
+    guard case .answer(let response) = route else {
+      Issue.record("expected an answer, got \(route)")
+      return .failure(code: "unexpected", message: "\(route)", transaction: nil)
+    }
+    return response
+  }
+}

@@ -115,6 +115,37 @@ struct MQTTClientBoundsTests {
     #expect(ContinuousClock.now - shutdownStarted < .seconds(1))
   }
 
+  @Test(
+    "shutdown while the broker acknowledges nothing: a cancelled caller returns at once, the shutdown goes on within its bound"
+  )
+  func cancelledShutdownReturns() async throws {
+    let broker = try Broker()
+    try broker.start()
+    defer { broker.stop() }
+    let client = try MQTTClient(
+      configuration: MQTTClientConfiguration(
+        host: "127.0.0.1", port: broker.port, clientID: "cancel-shutdown-\(broker.port)"),
+      logger: quietLogger("cancel-shutdown"))
+    client.start()
+    try await client.publish(MQTTMessage(topic: "s/0", text: "x", qos: .atLeastOnce))
+    broker.freeze(true)
+    defer { broker.freeze(false) }
+    client.enqueue(MQTTMessage(topic: "s/1", text: "y", qos: .atLeastOnce))
+    let task = Task { await client.shutdown(timeout: 20) }
+    try await Task.sleep(for: .milliseconds(200))
+    let started = ContinuousClock.now
+    task.cancel()
+    await task.value
+    // Uncancelled, it would wait the 20 s for the acknowledgement.
+    #expect(ContinuousClock.now - started < .seconds(3))
+    broker.freeze(false)
+    // The shutdown itself finished (the client stopped; later calls are refused).
+    let stopped = await eventually(timeout: 25) {
+      (try? await client.publish(MQTTMessage(topic: "s/2", text: "z"))) == nil
+    }
+    #expect(stopped)
+  }
+
   @Test("retained publishes come back after a broker restart; a cleared topic does not")
   func retainedRestored() async throws {
     let broker = try Broker()

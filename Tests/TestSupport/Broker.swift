@@ -87,6 +87,12 @@ public final class Broker: @unchecked Sendable {
     self.process = nil
   }
 
+  /// Freezes (`SIGSTOP`) or thaws (`SIGCONT`) the broker: connections stay open, nothing is
+  /// answered meanwhile.
+  public func freeze(_ frozen: Bool) {
+    process?.signal(frozen ? SIGSTOP : SIGCONT)
+  }
+
   /// Replaces the listener configuration (takes effect at the next ``start()``).
   public func reconfigure(_ configuration: String) {
     extraConfiguration = configuration

@@ -45,6 +45,24 @@ public struct DecodedAdvertisement: Sendable, Hashable {
     errors.append("\(format): \(problem)")
   }
 
+  /// Writes ``json`` straight into an advertisement's bytes (no tree built for it).
+  func write(to writer: inout JSONWriter) {
+    writer.beginObject()
+    for (name, value) in fields {
+      writer.key(name)
+      writer.value(value)
+    }
+    writer.key("formats")
+    writer.beginArray()
+    for format in formats { writer.string(format) }
+    writer.endArray()
+    if !errors.isEmpty {
+      writer.key("error")
+      writer.string(errors.joined(separator: "; "))
+    }
+    writer.endObject()
+  }
+
   /// The `decoded` member: the fields, then `formats`, then `error` when something failed.
   public var json: JSONValue {
     var object = fields

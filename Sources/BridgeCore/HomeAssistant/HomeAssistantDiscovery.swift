@@ -97,9 +97,6 @@ public struct HomeAssistantDiscovery: Sendable {
   /// The identifier of the gateway's own Home Assistant device.
   public var gatewayIdentifier: String { "gatt2mqtt_bridge_\(topics.gateway.rawValue)" }
 
-  /// How many devices have configs.
-  public var deviceCount: Int { devices.count }
-
   // MARK: - Devices
 
   // Read through `inout` so that a dictionary value is read in place: its getter copies it

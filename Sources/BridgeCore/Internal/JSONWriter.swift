@@ -65,7 +65,7 @@ struct JSONWriter {
   /// Any value, as ``JSONValue/serializedBytes()`` writes it.
   mutating func value(_ value: JSONValue) {
     separate()
-    bytes.append(contentsOf: value.serializedBytes())
+    JSONValue.write(value, to: &bytes)
     needsComma = true
   }
 

@@ -209,11 +209,6 @@ public struct OwnershipArbiter: Sendable {
     return lowest.map { gateway <= $0 } ?? true
   }
 
-  /// The gateways online now, by id.
-  public var onlineGateways: [GatewayID] {
-    peers.filter { $0.value.online }.keys.sorted()
-  }
-
   func valid(_ claim: OwnershipClaim) -> Bool {
     guard let peer = peers[claim.gateway], peer.online else { return false }
     return peer.instance == claim.instance
