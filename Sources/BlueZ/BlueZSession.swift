@@ -63,6 +63,9 @@ public actor BlueZSession {
     public var snapshots = 0
     /// Whether the session mirrors a running bluetoothd now.
     public var synced = false
+    /// Snapshots taken again because the connection dropped signals (its buffer was full):
+    /// the clients' mirror would have missed what they said.
+    public var snapshotsAfterLoss = 0
   }
 
   /// The settings.
@@ -78,6 +81,10 @@ public actor BlueZSession {
   /// Signals held back while a snapshot is being taken.
   private var pending: [DBusSignal]?
   private var pendingOverflow = false
+  /// The connection's count of dropped signals when last looked at.
+  private var droppedSeen = 0
+  /// Asks the running session for a new snapshot (see ``handle(_:)``).
+  private var resyncRequest: AsyncStream<Void>.Continuation?
   private var counters = Statistics()
 
   /// Makes a session; nothing happens until ``run()``.
@@ -170,6 +177,14 @@ public actor BlueZSession {
   /// One bus connection: subscribe first, then snapshot, then follow signals until it closes.
   private func runSession(_ connection: DBusConnection) async {
     self.connection = connection
+    droppedSeen = 0
+    let (requests, request) = AsyncStream.makeStream(
+      of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    resyncRequest = request
+    defer {
+      request.finish()
+      resyncRequest = nil
+    }
     do {
       let signals = try await connection.signals(
         matching: DBusMatchRule(sender: BlueZNames.service),
@@ -186,6 +201,9 @@ public actor BlueZSession {
         group.addTask { await self.resync() }
         group.addTask {
           for await change in owners { await self.ownerChanged(change.newOwner) }
+        }
+        group.addTask {
+          for await _ in requests { await self.resync() }
         }
         for await signal in signals { await handle(signal) }
         group.cancelAll()
@@ -258,7 +276,23 @@ public actor BlueZSession {
 
   /// One signal from `org.bluez`: held back during a snapshot, ignored from an old owner or
   /// before the first snapshot, handed to the clients otherwise.
+  ///
+  /// When the connection dropped signals (its buffer of
+  /// ``BlueZSessionConfiguration/signalBufferSize`` was full: the session fell behind a burst),
+  /// what they said is lost, so a new snapshot is taken (the one under way is taken again).
   private func handle(_ signal: DBusSignal) async {
+    if let dropped = connection?.statistics.signalsDropped, dropped != droppedSeen {
+      droppedSeen = dropped
+      if pending != nil {
+        pendingOverflow = true
+      } else if synced {
+        logger.warning(
+          "BlueZ signals were dropped (the gateway fell behind); taking a new snapshot")
+        counters.snapshotsAfterLoss += 1
+        synced = false
+        resyncRequest?.yield()
+      }
+    }
     guard let owner, signal.sender == owner else { return }
     if pending != nil {
       if pending!.count < configuration.signalBufferSize {

@@ -1,9 +1,11 @@
-import BlueZ
 import BridgeCore
 import BusTestSupport
 import DBus
 import Logging
+import Synchronization
 import Testing
+
+@testable import BlueZ
 
 /// One ``BlueZSession`` under the central and the peripheral, against a private dbus-daemon
 /// with the test playing bluetoothd (``FakeBlueZ``).
@@ -13,7 +15,9 @@ import Testing
   .timeLimit(.minutes(1)))
 struct BlueZSessionTests {
   /// A session on `bus` with a central and a peripheral on it, all running.
-  static func roles(_ bus: PrivateBus) -> (
+  static func roles(
+    _ bus: PrivateBus, signalBuffer: Int = 8192, first: (any BlueZSessionClient)? = nil
+  ) -> (
     BlueZSession, BlueZCentral, Recorder<CentralEvent>, BlueZPeripheral,
     Recorder<PeripheralEvent>, Task<Void, Never>
   ) {
@@ -21,8 +25,10 @@ struct BlueZSessionTests {
     logger.logLevel = .critical
     let session = BlueZSession(
       configuration: BlueZSessionConfiguration(
-        busAddress: bus.address, callTimeout: .seconds(5), reconnectDelay: .milliseconds(100)),
+        busAddress: bus.address, signalBufferSize: signalBuffer, callTimeout: .seconds(5),
+        reconnectDelay: .milliseconds(100)),
       logger: logger)
+    if let first { session.register(first) }
     let central = BlueZCentral(
       session: session,
       configuration: BlueZCentralConfiguration(watchdog: .init(enabled: false)), logger: logger)
@@ -153,5 +159,46 @@ struct BlueZSessionTests {
       #expect(statistics.synced)
       await second.stop()
     }
+  }
+
+  @Test(
+    "signals dropped while the session fell behind (its buffer full): a new snapshot is taken, and the mirror ends as bluetoothd's state"
+  )
+  func droppedSignalsTakeANewSnapshot() async throws {
+    try await PrivateBus.with { bus in
+      let fake = try await FakeBlueZ.start(on: bus)
+      let stall = Stall()
+      let (session, central, centralEvents, _, _, task) = Self.roles(
+        bus, signalBuffer: 4, first: stall)
+      defer { task.cancel() }
+      try await centralEvents.next(where: Self.isAdapter("hci0"))
+      // The next signal holds the session for a while; the ones behind it overflow its buffer.
+      stall.armed.withLock { $0 = true }
+      for index in 0..<40 {
+        try await fake.change(
+          "/org/bluez/hci0", "org.bluez.Adapter1", ["Alias": .string("a\(index)")])
+      }
+      let deadline = ContinuousClock.now + .seconds(10)
+      while try await central.adapters().first?.name != "a39", ContinuousClock.now < deadline {
+        try await Task.sleep(for: .milliseconds(20))
+      }
+      #expect(try await central.adapters().first?.name == "a39")
+      let statistics = await session.statistics
+      #expect(statistics.snapshotsAfterLoss >= 1)
+      #expect(statistics.snapshots >= 2)
+      #expect(statistics.synced)
+      await fake.stop()
+    }
+  }
+}
+
+/// A session client that holds the session for 300 ms on the first signal after it is armed.
+private actor Stall: BlueZSessionClient {
+  nonisolated let armed = Mutex(false)
+
+  func session(_ event: BlueZSessionEvent) async throws {
+    guard case .signal = event, armed.withLock({ $0 }) else { return }
+    armed.withLock { $0 = false }
+    try await Task.sleep(for: .milliseconds(300))
   }
 }
