@@ -124,7 +124,10 @@ extension BlueZCentral {
         // BlueZ: `Failed` "No notify session started" when we had none.
         let noSession =
           error.bluez == .failed && error.message.lowercased().contains("notify session")
-        guard noSession || error.code == .notConnected else { throw error }
+        // Not connected: BlueZ keeps the session and resumes it at the next connection, so it
+        // stays ours to stop.
+        if error.code == .notConnected { return }
+        guard noSession else { throw error }
       }
       startedNotify.remove(characteristic)
       return
@@ -146,17 +149,20 @@ extension BlueZCentral {
     try await startNotify(characteristic, timeout: timeout)
   }
 
-  /// `StartNotify`, noting the session (also when the call timed out: it may have started).
+  /// `StartNotify`, noting the session before the call (a `StopNotify` asked for meanwhile is
+  /// then sent, and bluetoothd answers it after the start) and forgetting it only when BlueZ
+  /// refused (after a timeout it may have started).
   private func startNotify(_ characteristic: GATTCharacteristicID, timeout: Double)
     async throws(CentralError)
   {
+    let known = startedNotify.contains(characteristic)
+    startedNotify.insert(characteristic)
     do {
       _ = try await gattCall(characteristic, "StartNotify", [], timeout: timeout)
     } catch {
-      if error.code == .timeout { startedNotify.insert(characteristic) }
+      if error.code != .timeout && !known { startedNotify.remove(characteristic) }
       throw error
     }
-    startedNotify.insert(characteristic)
     counters.notifyStarted += 1
   }
 

@@ -39,7 +39,10 @@ extension BlueZCentral: BlueZSessionClient {
       if newOwner == nil { startupSettled = true }
     case .snapshot(let reply, let target):
       guard target == owner else { return }
-      let events = try model.load(reply, now: clock.now)
+      // Taken again of the same stack (the session lost signals): what those said is told.
+      let before = synced ? MirrorSummary(model) : nil
+      var events = try model.load(reply, now: clock.now)
+      if let before { events = before.changes(to: MirrorSummary(model), then: events) }
       counters.snapshots += 1
       if refusalReported {
         refusal = nil
@@ -129,5 +132,32 @@ extension BlueZCentral: BlueZSessionClient {
       message:
         "the system bus denies user \(user) access to bluetoothd (org.bluez): install gatt2mqtt's D-Bus policy (deploy/dbus/gatt2mqtt.conf, installed by the package as /usr/share/dbus-1/system.d/gatt2mqtt.conf for user gatt2mqtt) or run as a user the bus allows; retrying (\(error.message))",
       detail: error.name)
+  }
+}
+
+/// What a snapshot of the same stack taken again must tell beside its own events: adapters and
+/// devices that went, and links that came or went, while the signals saying so were lost.
+struct MirrorSummary {
+  var adapters: Set<String>
+  var connected: [BluetoothAddress: Bool]
+
+  init(_ model: BlueZObjectModel) {
+    adapters = Set(model.adapterInfos.map(\.id))
+    connected = Dictionary(
+      model.devices.values.map { ($0.address, $0.connected) }, uniquingKeysWith: { $0 || $1 })
+  }
+
+  /// Removals first, then `loaded` (the snapshot's own events), then the links that changed.
+  func changes(to now: MirrorSummary, then loaded: [CentralEvent]) -> [CentralEvent] {
+    var events: [CentralEvent] = connected.keys.filter { now.connected[$0] == nil }.sorted()
+      .map { .deviceRemoved($0) }
+    events += adapters.subtracting(now.adapters).sorted().map { .adapterRemoved(id: $0) }
+    events += loaded
+    for (address, link) in now.connected.sorted(by: { $0.key < $1.key }) {
+      if let old = connected[address], old != link {
+        events.append(.connectionChanged(address, connected: link))
+      }
+    }
+    return events
   }
 }

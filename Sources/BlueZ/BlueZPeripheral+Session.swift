@@ -33,6 +33,7 @@ extension BlueZPeripheral: BlueZSessionClient {
     case .snapshot(let reply, let target):
       guard target == owner else { return }
       try adapters.load(reply)
+      for path in adapters.takeDisconnected() { centralDisconnected(path) }
       synced = true
       logger.info(
         "following BlueZ adapters", metadata: ["ble.adapters": "\(adapters.entries.count)"])

@@ -11,8 +11,9 @@ enum BlueZSessionEvent: Sendable {
   /// old stack is gone. Always sent once after ``opened(_:)``.
   case ownerChanged(String?)
   /// The owner's objects (`GetManagedObjects`); the signals held back while it was taken follow
-  /// as ``signal(_:)``. Sent again after an owner change, a reconnection, or when too many
-  /// signals arrived during the snapshot.
+  /// as ``signal(_:)``. Sent again after an owner change, a reconnection, when too many
+  /// signals arrived during the snapshot, or when the connection dropped signals (the same
+  /// owner then: a client tells what changed since its mirror).
   case snapshot([DBusValue], owner: String)
   /// Taking the snapshot failed (`attempt` times in a row, the last time with `error`); it is
   /// retried with backoff.
@@ -48,7 +49,8 @@ extension BlueZSessionClient {
 /// (so nothing falls between the two), holds back the signals that arrive during the snapshot
 /// (at most ``BlueZSessionConfiguration/signalBufferSize``, else it takes another), then hands
 /// every later signal of the current owner to its clients in order. A new owner (bluetoothd
-/// restarted) means a new snapshot; a lost connection means a new connection with one
+/// restarted), or signals the connection dropped while the session fell behind, mean a new
+/// snapshot; a lost connection means a new connection with one
 /// ``Backoff`` policy. Signals of an old owner are dropped here, so no client needs to check.
 ///
 /// - Important: Make it, make its clients (``BlueZCentral/init(session:configuration:logger:)``,
@@ -203,7 +205,12 @@ public actor BlueZSession {
           for await change in owners { await self.ownerChanged(change.newOwner) }
         }
         group.addTask {
-          for await _ in requests { await self.resync() }
+          // At most one snapshot a second for lost signals: under a flood that outlasts it,
+          // the mirror is mended once a second instead of taking snapshots back to back.
+          for await _ in requests {
+            await self.resync()
+            try? await Task.sleep(for: .seconds(1))
+          }
         }
         for await signal in signals { await handle(signal) }
         group.cancelAll()
@@ -244,6 +251,8 @@ public actor BlueZSession {
     while let target = owner, !synced, let connection, !Task.isCancelled {
       pending = []
       pendingOverflow = false
+      // Signals dropped before now are covered by this snapshot.
+      droppedSeen = connection.statistics.signalsDropped
       do {
         let reply = try await connection.call(
           destination: target, path: .root, interface: BlueZNames.objectManager,
@@ -261,6 +270,7 @@ public actor BlueZSession {
         if pendingOverflow {
           logger.warning("too many BlueZ signals during the snapshot; taking another")
           synced = false
+          try? await Task.sleep(for: backoff.nextDuration())
         }
       } catch {
         pending = nil

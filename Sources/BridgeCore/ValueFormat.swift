@@ -77,15 +77,37 @@ public enum ValueFormat: String, CaseIterable, Sendable {
     }
   }
 
-  /// `decoded` followed by `"hex"`, `"ts"` and `"gw"`, serialised.
+  /// `decoded` followed by `"hex"`, `"ts"` and `"gw"` (a decoded member of one of those names
+  /// keeps its place and takes their value), written straight into the bytes.
   private static func jsonPayload(
     _ bytes: [UInt8], decoded: JSONObject, timestamp: Int64, gateway: GatewayID
   ) -> [UInt8] {
-    var object = decoded
-    object["hex"] = .string(Hex.encode(bytes))
-    object["ts"] = .integer(timestamp)
-    object["gw"] = .string(gateway.rawValue)
-    return JSONValue.object(object).serializedBytes()
+    var writer = JSONWriter(capacity: 64 + 2 * bytes.count)
+    func ours(_ key: String) -> Bool {
+      switch key {
+      case "hex":
+        writer.key(key)
+        writer.string(Hex.encode(bytes))
+      case "ts":
+        writer.key(key)
+        writer.integer(timestamp)
+      case "gw":
+        writer.key(key)
+        writer.string(gateway.rawValue)
+      default: return false
+      }
+      return true
+    }
+    writer.beginObject()
+    for (key, value) in decoded {
+      if !ours(key) {
+        writer.key(key)
+        writer.value(value)
+      }
+    }
+    for key in ["hex", "ts", "gw"] where decoded[key] == nil { _ = ours(key) }
+    writer.endObject()
+    return writer.bytes
   }
 
   /// The value carried by a payload in this format.

@@ -125,15 +125,15 @@ public final class LoopMailbox<Command: Sendable>: Sendable {
 ///   - timeout: Milliseconds, `-1` for no limit.
 /// - Returns: How many descriptors are ready.
 /// - Throws: ``LoopError`` for any other failure of `poll`, after waiting out `timeout` (at
-///   most ``pollFailurePause`` milliseconds, and that much when `timeout` is `-1`): such a
-///   failure (`EINVAL`, `ENOMEM`) comes again at once, and a loop that polls again after it
-///   must not spin.
+///   most ``pollFailurePause`` milliseconds, and that much when `timeout` is `0` or `-1`):
+///   such a failure (`EINVAL`, `ENOMEM`) comes again at once, and a loop that polls again
+///   after it must not spin.
 public func pollDescriptors(_ fds: inout [pollfd], timeout: Int32) throws(LoopError) -> Int {
   let ready = poll(&fds, nfds_t(fds.count), timeout)
   if ready >= 0 { return Int(ready) }
   let code = errno
   if code == EINTR { return 0 }
-  let milliseconds = timeout < 0 ? pollFailurePause : min(timeout, pollFailurePause)
+  let milliseconds = timeout <= 0 ? pollFailurePause : min(timeout, pollFailurePause)
   var pause = timespec(tv_sec: 0, tv_nsec: Int(milliseconds) * 1_000_000)
   _ = nanosleep(&pause, nil)
   throw LoopError("poll failed", errno: code)

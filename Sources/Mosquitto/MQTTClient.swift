@@ -207,7 +207,7 @@ public final class MQTTClient: Sendable {
     publishingWill: Bool = false, finalMessages: [MQTTMessage] = [], timeout: Double = 5
   ) async {
     if !core.started.withLock({ $0 }) { core.start() }
-    try? await perform { waiter in
+    try? await perform(evenIfCancelled: true) { waiter in
       .shutdown(finalMessages, will: publishingWill, timeout: timeout, waiter)
     }
   }
@@ -216,14 +216,18 @@ public final class MQTTClient: Sendable {
   public var statistics: MQTTStatistics { core.stats.withLock { $0 } }
 
   /// Sends a command and waits for its outcome; a cancelled caller stops waiting at once with
-  /// ``MQTTError/Code/cancelled`` (the command itself still runs).
-  private func perform(_ make: @escaping @Sendable (Waiter) -> Command) async throws(MQTTError) {
+  /// ``MQTTError/Code/cancelled`` (a command already sent still runs; one whose caller was
+  /// cancelled before it was sent is not sent, unless `evenIfCancelled`).
+  private func perform(
+    evenIfCancelled: Bool = false, _ make: @escaping @Sendable (Waiter) -> Command
+  ) async throws(MQTTError) {
     let slot = WaiterSlot()
     do {
       try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { continuation in
           let waiter = Waiter(continuation)
-          if slot.install(waiter) { core.send(make(waiter)) }
+          // A waiter answers once: one answered `cancelled` already ignores the command's end.
+          if slot.install(waiter) || evenIfCancelled { core.send(make(waiter)) }
         }
       } onCancel: {
         slot.cancel()

@@ -6,6 +6,6 @@ public enum MQTTClientEvent: Sendable, Hashable {
   case connectionFailed(MQTTError, retryIn: Double)
   /// An established connection was lost; the client retries after `retryIn` seconds.
   case disconnected(MQTTError, retryIn: Double)
-  /// The client stopped for good (after ``MQTTClient/shutdown(finalMessages:timeout:)``).
+  /// The client stopped for good (after ``MQTTClient/shutdown(publishingWill:finalMessages:timeout:)``).
   case stopped
 }

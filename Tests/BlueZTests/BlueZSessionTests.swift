@@ -162,11 +162,14 @@ struct BlueZSessionTests {
   }
 
   @Test(
-    "signals dropped while the session fell behind (its buffer full): a new snapshot is taken, and the mirror ends as bluetoothd's state"
+    "signals dropped while the session fell behind (its buffer full): a new snapshot is taken, the mirror ends as bluetoothd's state, and what the lost signals said (a link that went) is told"
   )
   func droppedSignalsTakeANewSnapshot() async throws {
     try await PrivateBus.with { bus in
       let fake = try await FakeBlueZ.start(on: bus)
+      let device = try await fake.addDevice(
+        "A4:C1:38:00:00:01", properties: ["Connected": .bool(true)])
+      let address = try BluetoothAddress("A4:C1:38:00:00:01")
       let stall = Stall()
       let (session, central, centralEvents, _, _, task) = Self.roles(
         bus, signalBuffer: 4, first: stall)
@@ -175,9 +178,13 @@ struct BlueZSessionTests {
       // The next signal holds the session for a while; the ones behind it overflow its buffer.
       stall.armed.withLock { $0 = true }
       for index in 0..<40 {
+        if index == 20 {
+          try await fake.change(device, "org.bluez.Device1", ["Connected": .bool(false)])
+        }
         try await fake.change(
           "/org/bluez/hci0", "org.bluez.Adapter1", ["Alias": .string("a\(index)")])
       }
+      try await centralEvents.next { $0 == .connectionChanged(address, connected: false) }
       let deadline = ContinuousClock.now + .seconds(10)
       while try await central.adapters().first?.name != "a39", ContinuousClock.now < deadline {
         try await Task.sleep(for: .milliseconds(20))

@@ -78,6 +78,37 @@ struct PeripheralModelTests {
     return adapters
   }
 
+  @Test(
+    "a snapshot taken again: a device it finds disconnected (the signal lost) is reported once, a bonded one not"
+  )
+  func snapshotAgainReportsLostLinks() throws {
+    func snapshot(_ devices: [(String, Bool, Bool)]) throws -> [DBusValue] {
+      let objects: [(DBusValue, DBusValue)] = try devices.map { name, connected, paired in
+        (
+          .objectPath(try DBusObjectPath("/org/bluez/hci0/" + name)),
+          .dictionary(
+            key: "s", value: "a{sv}",
+            [
+              (
+                .string(BlueZNames.device),
+                .properties(["Connected": .bool(connected), "Paired": .bool(paired)])
+              )
+            ])
+        )
+      }
+      return [.dictionary(key: "o", value: "a{sa{sv}}", objects)]
+    }
+    var adapters = PeripheralAdapters()
+    try adapters.load(
+      snapshot([("dev_A", true, false), ("dev_B", true, true), ("dev_C", true, false)]))
+    #expect(adapters.takeDisconnected().isEmpty)
+    try adapters.load(
+      snapshot([("dev_A", false, false), ("dev_B", false, true), ("dev_C", true, false)]))
+    #expect(adapters.takeDisconnected() == [try DBusObjectPath("/org/bluez/hci0/dev_A")])
+    #expect(adapters.connected == [try DBusObjectPath("/org/bluez/hci0/dev_C")])
+    #expect(adapters.takeDisconnected().isEmpty)
+  }
+
   @Test("a requested adapter is used only when present, powered and LE-capable")
   func requestedAdapter() throws {
     let adapters = try Self.adapters([

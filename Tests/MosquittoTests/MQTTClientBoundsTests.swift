@@ -144,6 +144,23 @@ struct MQTTClientBoundsTests {
       (try? await client.publish(MQTTMessage(topic: "s/2", text: "z"))) == nil
     }
     #expect(stopped)
+
+    // A caller cancelled before it asks still shuts the client down (it just does not wait).
+    let other = try MQTTClient(
+      configuration: MQTTClientConfiguration(
+        host: "127.0.0.1", port: broker.port, clientID: "cancelled-first-\(broker.port)"),
+      logger: quietLogger("cancelled-first"))
+    other.start()
+    try await other.publish(MQTTMessage(topic: "s/3", text: "x", qos: .atLeastOnce))
+    let early = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      await other.shutdown(timeout: 5)
+    }
+    await early.value
+    let otherStopped = await eventually(timeout: 10) {
+      (try? await other.publish(MQTTMessage(topic: "s/4", text: "z"))) == nil
+    }
+    #expect(otherStopped)
   }
 
   @Test("retained publishes come back after a broker restart; a cleared topic does not")

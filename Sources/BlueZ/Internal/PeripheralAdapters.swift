@@ -75,9 +75,15 @@ struct PeripheralAdapters: Sendable {
         description:
           "GetManagedObjects replied \(reply.map(\.signature.rawValue)), not a{oa{sa{sv}}}")
     }
+    let before = connected
     entries = [:]
     connected = []
     bonded = []
+    defer {
+      // Links that went while the signals saying so were lost (a snapshot taken again).
+      disconnected += before.subtracting(connected).filter { !bonded.contains($0) }
+        .sorted { $0.rawValue < $1.rawValue }
+    }
     for (key, value) in objects {
       guard case .objectPath(let path) = key,
         let interfaces = BlueZObjectModel.interfaces(value)
