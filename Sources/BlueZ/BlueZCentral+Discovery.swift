@@ -16,7 +16,7 @@ extension BlueZCentral {
   ///   `bluez_error`; ``CentralError/detail`` holds the D-Bus error name.
   public func startDiscovery(adapter: String, filter: DiscoveryFilter) async throws(CentralError) {
     _ = try requireAdapter(adapter)
-    await lock(adapter)
+    try await lock(adapter)
     defer { unlock(adapter) }
     try await applyDiscovery(adapter, filter)
   }
@@ -30,7 +30,7 @@ extension BlueZCentral {
   public func stopDiscovery(adapter: String) async throws(CentralError) {
     guard synced else { return }
     _ = try requireAdapter(adapter)
-    await lock(adapter)
+    try await lock(adapter)
     defer { unlock(adapter) }
     sessions[adapter] = nil
     watchdogs[adapter] = nil
@@ -45,7 +45,7 @@ extension BlueZCentral {
   /// - Throws: ``CentralError`` as for ``startDiscovery(adapter:filter:)``.
   public func setPowered(adapter: String, _ on: Bool) async throws(CentralError) {
     _ = try requireAdapter(adapter)
-    await lock(adapter)
+    try await lock(adapter)
     defer { unlock(adapter) }
     try await poweredCall(adapter, on)
   }
@@ -156,25 +156,40 @@ extension BlueZCentral {
   // MARK: per-adapter serialisation
 
   /// Waits until no other discovery operation runs on the adapter, then holds it.
-  func lock(_ id: String) async {
-    if adapterLocks[id] == nil {
-      adapterLocks[id] = []
+  ///
+  /// - Throws: ``CentralError`` `aborted` when the task is cancelled while it waits.
+  func lock(_ id: String) async throws(CentralError) {
+    guard let ticket = adapterLocks[id]?.ticket() else {
+      adapterLocks[id] = TurnQueue()
       return
     }
-    await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
-      adapterLocks[id, default: []].append(waiter)
+    let granted = await withTaskCancellationHandler {
+      await withCheckedContinuation { (waiter: CheckedContinuation<Bool, Never>) in
+        if Task.isCancelled {
+          waiter.resume(returning: false)
+        } else if adapterLocks[id] == nil {
+          adapterLocks[id] = TurnQueue()
+          waiter.resume(returning: true)
+        } else {
+          adapterLocks[id]?.wait(ticket, waiter)
+        }
+      }
+    } onCancel: {
+      Task { await self.leaveLock(id, ticket) }
     }
+    guard granted else {
+      throw CentralError(.aborted, message: "cancelled while waiting for adapter \(id)")
+    }
+  }
+
+  /// A waiter for the adapter was cancelled.
+  func leaveLock(_ id: String, _ ticket: Int) {
+    adapterLocks[id]?.leave(ticket)
   }
 
   /// Hands the adapter to the next waiting operation, or frees it.
   func unlock(_ id: String) {
-    guard var waiters = adapterLocks[id] else { return }
-    if waiters.isEmpty {
-      adapterLocks[id] = nil
-    } else {
-      let next = waiters.removeFirst()
-      adapterLocks[id] = waiters
-      next.resume()
-    }
+    guard adapterLocks[id] != nil else { return }
+    if adapterLocks[id]?.pass() != true { adapterLocks[id] = nil }
   }
 }

@@ -123,7 +123,7 @@ extension BlueZCentral {
     else {
       throw CentralError(.notFound, message: "BlueZ does not know \(address)")
     }
-    await lock(id)
+    try await lock(id)
     defer { unlock(id) }
     if let device = model.device(address: address) { return device }
     let index = ManagementPacket.index(of: id)

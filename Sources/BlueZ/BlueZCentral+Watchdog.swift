@@ -50,7 +50,7 @@ extension BlueZCentral {
 
   /// Watchdog step 1: `StopDiscovery` then `SetDiscoveryFilter` + `StartDiscovery`.
   private func restartDiscovery(_ id: String, _ filter: DiscoveryFilter, silence: Duration) async {
-    await lock(id)
+    guard (try? await lock(id)) != nil else { return }
     defer { unlock(id) }
     logger.warning(
       "no advertisement for \(silence); restarting discovery", metadata: ["ble.adapter": "\(id)"])
@@ -68,7 +68,7 @@ extension BlueZCentral {
   /// Watchdog step 2: power off, power on, start discovery; the adapter is reported
   /// `resetting` meanwhile.
   private func powerCycle(_ id: String, _ filter: DiscoveryFilter, silence: Duration) async {
-    await lock(id)
+    guard (try? await lock(id)) != nil else { return }
     defer { unlock(id) }
     logger.warning(
       "no advertisement for \(silence) after restarting discovery; power-cycling the adapter",

@@ -93,7 +93,7 @@ public actor BlueZCentral: BLECentral {
   var sessions: [String: DiscoverySession] = [:]
   var watchdogs: [String: WatchdogState] = [:]
   /// Adapters with a discovery operation under way, with the operations waiting for them.
-  var adapterLocks: [String: [CheckedContinuation<Void, Never>]] = [:]
+  var adapterLocks: [String: TurnQueue] = [:]
   var relearning: Set<DBusObjectPath> = []
   var counters = Statistics()
   /// Characteristics whose notifications come through an acquired socket.

@@ -40,6 +40,48 @@ struct BlueZCentralTests {
     }
   }
 
+  @Test(
+    "a discovery operation waiting for the adapter's turn returns at once when its task is cancelled; the others go on in order"
+  )
+  func cancelledWaitForTheAdapter() async throws {
+    try await PrivateBus.with { bus in
+      let fake = try await FakeBlueZ.start(on: bus)
+      let (central, events, task) = Self.central(bus)
+      defer { task.cancel() }
+      try await events.next(where: Self.isAdapter("hci0"))
+      fake.hang("StartDiscovery")
+      // The first holds the adapter while bluetoothd takes 3 s to answer.
+      let first = Task { () -> CentralError? in
+        do throws(CentralError) {
+          try await central.startDiscovery(adapter: "hci0", filter: DiscoveryFilter())
+          return nil
+        } catch {
+          return error
+        }
+      }
+      try await Task.sleep(for: .milliseconds(300))
+      let waiting = Task { () -> CentralError? in
+        do throws(CentralError) {
+          try await central.setPowered(adapter: "hci0", true)
+          return nil
+        } catch {
+          return error
+        }
+      }
+      try await Task.sleep(for: .milliseconds(200))
+      let cancelled = ContinuousClock.now
+      waiting.cancel()
+      let error = await waiting.value
+      #expect(ContinuousClock.now - cancelled < .seconds(2))
+      #expect(error?.code == .aborted)
+      // The holder finishes; the adapter is free again afterwards.
+      #expect(await first.value == nil)
+      try await central.setPowered(adapter: "hci0", true)
+      #expect(fake.calls("StartDiscovery").count == 1)
+      await fake.stop()
+    }
+  }
+
   @Test("snapshot, InterfacesAdded, PropertiesChanged and InterfacesRemoved become events")
   func mirrorsTheStack() async throws {
     try await PrivateBus.with { bus in

@@ -112,6 +112,9 @@ final class FakeBlueZ: Sendable {
     let connection = self.connection
     func adapterMethod(_ name: String, in signature: DBusSignature = .empty) -> DBusMethod {
       method(name, at: path, in: signature) { _ in
+        if state.hanging.withLock({ $0.contains(name) }) {
+          try? await Task.sleep(for: .seconds(3))
+        }
         if name == "StartDiscovery" || name == "StopDiscovery" {
           let discovering = name == "StartDiscovery"
           state.properties.withLock {
