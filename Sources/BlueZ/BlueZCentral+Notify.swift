@@ -117,6 +117,11 @@ extension BlueZCentral {
         notifyReader?.remove(acquired.fd)
         return
       }
+      if startingNotify.contains(characteristic) {
+        // A start under way: stopped once it has started (see `startNotify`).
+        stopAfterStart.insert(characteristic)
+        return
+      }
       guard startedNotify.contains(characteristic) else { return }
       do {
         _ = try await gattCall(characteristic, "StopNotify", [], timeout: timeout)
@@ -132,6 +137,7 @@ extension BlueZCentral {
       startedNotify.remove(characteristic)
       return
     }
+    stopAfterStart.remove(characteristic)
     guard acquiredNotify[characteristic] == nil else { return }
     let acquire =
       method == .acquire || (method == .auto && !startNotifyOnly.contains(characteristic))
@@ -149,21 +155,27 @@ extension BlueZCentral {
     try await startNotify(characteristic, timeout: timeout)
   }
 
-  /// `StartNotify`, noting the session before the call (a `StopNotify` asked for meanwhile is
-  /// then sent, and bluetoothd answers it after the start) and forgetting it only when BlueZ
-  /// refused (after a timeout it may have started).
+  /// `StartNotify`, noting the session once it started (also when the call timed out: it may
+  /// have). A stop asked for while it was under way is carried out after it, and only when it
+  /// started: a `StopNotify` for a start BlueZ refused could close another client's socket.
   private func startNotify(_ characteristic: GATTCharacteristicID, timeout: Double)
     async throws(CentralError)
   {
-    let known = startedNotify.contains(characteristic)
-    startedNotify.insert(characteristic)
+    startingNotify.insert(characteristic)
+    defer { startingNotify.remove(characteristic) }
     do {
       _ = try await gattCall(characteristic, "StartNotify", [], timeout: timeout)
     } catch {
-      if error.code != .timeout && !known { startedNotify.remove(characteristic) }
+      if error.code == .timeout { startedNotify.insert(characteristic) }
+      stopAfterStart.remove(characteristic)
       throw error
     }
+    startedNotify.insert(characteristic)
     counters.notifyStarted += 1
+    if stopAfterStart.remove(characteristic) != nil {
+      startingNotify.remove(characteristic)
+      try? await setNotify(characteristic, enabled: false, method: .start, timeout: timeout)
+    }
   }
 
   /// Whether `StartNotify` may succeed where `AcquireNotify` failed: not for a link or object

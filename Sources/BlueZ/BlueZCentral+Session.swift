@@ -42,7 +42,9 @@ extension BlueZCentral: BlueZSessionClient {
       // Taken again of the same stack (the session lost signals): what those said is told.
       let before = synced ? MirrorSummary(model) : nil
       var events = try model.load(reply, now: clock.now)
-      if let before { events = before.changes(to: MirrorSummary(model), then: events) }
+      if let before {
+        events = before.changes(to: MirrorSummary(model, present: reply), then: events)
+      }
       counters.snapshots += 1
       if refusalReported {
         refusal = nil
@@ -96,6 +98,7 @@ extension BlueZCentral: BlueZSessionClient {
     releaseAcquired(address: nil)
     // bluetoothd's notify sessions end with it (or with our connection to the bus).
     startedNotify = []
+    stopAfterStart = []
     if announced {
       announced = false
       hub.yield(.stackLost)
@@ -137,27 +140,62 @@ extension BlueZCentral: BlueZSessionClient {
 
 /// What a snapshot of the same stack taken again must tell beside its own events: adapters and
 /// devices that went, and links that came or went, while the signals saying so were lost.
-struct MirrorSummary {
+struct MirrorSummary: Equatable {
   var adapters: Set<String>
+  /// Every device, and whether it is connected.
   var connected: [BluetoothAddress: Bool]
+  /// The devices bluetoothd has (`nil`: those of `connected`); the mirror may have evicted some.
+  var present: Set<BluetoothAddress>?
 
-  init(_ model: BlueZObjectModel) {
+  init(adapters: Set<String>, connected: [BluetoothAddress: Bool], present: Set<BluetoothAddress>?)
+  {
+    self.adapters = adapters
+    self.connected = connected
+    self.present = present
+  }
+
+  /// The mirror's summary; `reply`, when given, is the snapshot it was loaded from (the devices
+  /// in it are present even when the mirror evicted them).
+  init(_ model: BlueZObjectModel, present reply: [DBusValue]? = nil) {
     adapters = Set(model.adapterInfos.map(\.id))
     connected = Dictionary(
       model.devices.values.map { ($0.address, $0.connected) }, uniquingKeysWith: { $0 || $1 })
+    present = reply.map(Self.devices(in:))
   }
 
-  /// Removals first, then `loaded` (the snapshot's own events), then the links that changed.
+  /// The addresses of the device objects of a `GetManagedObjects` reply.
+  static func devices(in reply: [DBusValue]) -> Set<BluetoothAddress> {
+    guard reply.count == 1, case .dictionary(_, _, let entries) = reply[0] else { return [] }
+    var addresses: Set<BluetoothAddress> = []
+    for (key, value) in entries {
+      guard case .objectPath(let path) = key,
+        BlueZObjectModel.interfaces(value)?[BlueZNames.device] != nil,
+        let address = BlueZDevice.address(fromPath: path)
+      else { continue }
+      addresses.insert(address)
+    }
+    return addresses
+  }
+
+  /// In the order the signals would have told it: links that went down and devices that went
+  /// (a connected one loses its link first), adapters that went, links that came up, then
+  /// `loaded` (the snapshot's own events: a resolved tree after its link came up).
   func changes(to now: MirrorSummary, then loaded: [CentralEvent]) -> [CentralEvent] {
-    var events: [CentralEvent] = connected.keys.filter { now.connected[$0] == nil }.sorted()
-      .map { .deviceRemoved($0) }
-    events += adapters.subtracting(now.adapters).sorted().map { .adapterRemoved(id: $0) }
-    events += loaded
-    for (address, link) in now.connected.sorted(by: { $0.key < $1.key }) {
-      if let old = connected[address], old != link {
-        events.append(.connectionChanged(address, connected: link))
+    let present = now.present ?? Set(now.connected.keys)
+    var events: [CentralEvent] = []
+    for (address, link) in connected.sorted(by: { $0.key < $1.key }) {
+      if !present.contains(address) {
+        if link { events.append(.connectionChanged(address, connected: false)) }
+        events.append(.deviceRemoved(address))
+      } else if link, now.connected[address] == false {
+        events.append(.connectionChanged(address, connected: false))
       }
     }
-    return events
+    events += adapters.subtracting(now.adapters).sorted().map { .adapterRemoved(id: $0) }
+    for (address, link) in now.connected.sorted(by: { $0.key < $1.key })
+    where link && connected[address] == false {
+      events.append(.connectionChanged(address, connected: true))
+    }
+    return events + loaded
   }
 }

@@ -103,6 +103,10 @@ public actor BlueZCentral: BLECentral {
   /// Characteristics with a `StartNotify` session of ours (or one that may have started: the
   /// call timed out); only these are stopped with `StopNotify`.
   var startedNotify: Set<GATTCharacteristicID> = []
+  /// Characteristics whose `StartNotify` is under way, and those of them to stop once it has
+  /// started (``setNotify(_:enabled:method:timeout:)`` off meanwhile).
+  var startingNotify: Set<GATTCharacteristicID> = []
+  var stopAfterStart: Set<GATTCharacteristicID> = []
   /// Reads the acquired sockets; started with the first.
   var notifyReader: DatagramReader?
   /// Deep backlogs found in acquired sockets, counted on the reader thread.
@@ -210,9 +214,13 @@ public actor BlueZCentral: BLECentral {
         sessions[id] = nil
         watchdogs[id] = nil
         if let index = ManagementPacket.index(of: id) { scanner?.stopAll(only: index) }
-      case .connectionChanged(let address, connected: false), .deviceRemoved(let address):
+      case .connectionChanged(let address, connected: false):
         // The values the device's sockets still hold go out before the disconnection.
         releaseAcquired(address: address)
+      case .deviceRemoved(let address):
+        releaseAcquired(address: address)
+        // Its objects are gone, and bluetoothd's notify sessions with them.
+        startedNotify = startedNotify.filter { $0.address != address }
       default:
         break
       }

@@ -32,8 +32,11 @@ extension BlueZPeripheral: BlueZSessionClient {
       kick()
     case .snapshot(let reply, let target):
       guard target == owner else { return }
+      let connectedBefore = adapters.connected
       try adapters.load(reply)
+      // A snapshot taken again (signals lost): the links that came or went meanwhile.
       for path in adapters.takeDisconnected() { centralDisconnected(path) }
+      linksChanged(from: connectedBefore)
       synced = true
       logger.info(
         "following BlueZ adapters", metadata: ["ble.adapters": "\(adapters.entries.count)"])
@@ -45,15 +48,7 @@ extension BlueZPeripheral: BlueZSessionClient {
       let connectedBefore = adapters.connected
       if adapters.apply(signal) { kick() }
       for path in adapters.takeDisconnected() { centralDisconnected(path) }
-      // (not awaited here: the retirement may wait for bluetoothd to read what is queued,
-      // and the session's other clients wait for this handler)
-      if acquired != nil, adapters.connected != connectedBefore {
-        if configuration.severalCentrals == .socket {
-          presumeSubscribers()
-        } else if !retiring {
-          Task { await self.retireSocketIfShared() }
-        }
-      }
+      linksChanged(from: connectedBefore)
     case .closed:
       connection = nil
       dropStack()
@@ -71,6 +66,19 @@ extension BlueZPeripheral: BlueZSessionClient {
     case BlueZNames.device:
       return signal.arguments.count >= 2 && signal.arguments[1].propertyMap?["Connected"] != nil
     default: return false
+    }
+  }
+
+  /// The connected devices changed while a notification socket is held: the shared socket
+  /// counts the newcomers, or the socket is retired (see `BlueZPeripheral+NotifySocket.swift`).
+  func linksChanged(from connectedBefore: Set<DBusObjectPath>) {
+    guard acquired != nil, adapters.connected != connectedBefore else { return }
+    if configuration.severalCentrals == .socket {
+      presumeSubscribers()
+    } else if !retiring {
+      // (not awaited here: the retirement may wait for bluetoothd to read what is queued,
+      // and the session's other clients wait for this handler)
+      Task { await self.retireSocketIfShared() }
     }
   }
 

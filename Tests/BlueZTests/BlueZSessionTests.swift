@@ -1,6 +1,7 @@
 import BridgeCore
 import BusTestSupport
 import DBus
+import Foundation
 import Logging
 import Synchronization
 import Testing
@@ -196,6 +197,35 @@ struct BlueZSessionTests {
       #expect(statistics.synced)
       await fake.stop()
     }
+  }
+}
+
+@Suite("MirrorSummary: what lost signals would have said")
+struct MirrorSummaryTests {
+  @Test(
+    "a link that went and a device that went (its link first), an adapter that went, a link that came up before the snapshot's own events; evicted devices are no removal"
+  )
+  func changes() throws {
+    func address(_ last: Int) throws -> BluetoothAddress {
+      try BluetoothAddress(String(format: "A4:C1:38:00:00:%02X", last))
+    }
+    let (a, b, c, d, f) = (
+      try address(1), try address(2), try address(3), try address(4), try address(6)
+    )
+    let before = MirrorSummary(
+      adapters: ["hci0", "hci1"], connected: [a: true, b: false, c: true, d: true, f: false],
+      present: nil)
+    // f: still in bluetoothd's reply, evicted from the mirror.
+    let now = MirrorSummary(
+      adapters: ["hci0"], connected: [a: true, b: true, d: false], present: [a, b, d, f])
+    let loaded: [CentralEvent] = [.deviceAppeared(Advertisement(address: b))]
+    #expect(
+      before.changes(to: now, then: loaded) == [
+        .connectionChanged(c, connected: false), .deviceRemoved(c),
+        .connectionChanged(d, connected: false), .adapterRemoved(id: "hci1"),
+        .connectionChanged(b, connected: true), .deviceAppeared(Advertisement(address: b)),
+      ])
+    #expect(before.changes(to: before, then: []).isEmpty)
   }
 }
 
