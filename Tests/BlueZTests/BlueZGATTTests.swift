@@ -444,6 +444,35 @@ struct BlueZGATTTests {
   }
 
   @Test(
+    "off while StartNotify is under way: answered at once, the StopNotify sent after the start; none after a start BlueZ refused"
+  )
+  func stopDuringStart() async throws {
+    try await PrivateBus.with { bus in
+      let (fake, device, central, _, task) = try await Self.resolved(bus)
+      defer { task.cancel() }
+      fake.hang("StartNotify")
+      let start = Task {
+        try await central.setNotify(Self.levelID, enabled: true, method: .start, timeout: 5)
+      }
+      try await Task.sleep(for: .milliseconds(300))
+      try await central.setNotify(Self.levelID, enabled: false, timeout: 5)
+      #expect(fake.calls("StopNotify").isEmpty)
+      try await start.value
+      #expect(fake.calls("StopNotify").map(\.path) == [device.level])
+      // Refused while another client holds the socket: no StopNotify follows.
+      fake.holdForeignSocket(device.level)
+      let refused = Task {
+        try await central.setNotify(Self.levelID, enabled: true, method: .start, timeout: 5)
+      }
+      try await Task.sleep(for: .milliseconds(300))
+      try await central.setNotify(Self.levelID, enabled: false, timeout: 5)
+      await #expect(throws: CentralError.self) { try await refused.value }
+      #expect(fake.calls("StopNotify").count == 1)
+      await fake.stop()
+    }
+  }
+
+  @Test(
     "a socket acquired by someone else (or left over, bluez/bluez#1376): both ways refused, and never a StopNotify, which BlueZ 5.66 would answer by closing that socket (or crash on)"
   )
   func foreignSocketIsNeverStopped() async throws {

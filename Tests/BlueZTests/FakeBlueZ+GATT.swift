@@ -65,6 +65,9 @@ extension FakeBlueZ {
       },
       method("WriteValue", at: path, in: "aya{sv}"),
       method("StartNotify", at: path) { [self] _ in
+        if state.hanging.withLock({ $0.contains("StartNotify") }) {
+          try? await Task.sleep(for: .seconds(2))
+        }
         // BlueZ 5.66 refuses it while a socket is acquired (by anyone, or left over).
         guard state.notifySockets.withLock({ $0[path] }) == nil else {
           throw DBusError(name: "org.bluez.Error.NotPermitted", message: "Notify acquired")
