@@ -122,11 +122,13 @@ struct MQTTClientBoundsTests {
     let broker = try Broker()
     try broker.start()
     defer { broker.stop() }
-    let client = try MQTTClient(
-      configuration: MQTTClientConfiguration(
-        host: "127.0.0.1", port: broker.port, clientID: "cancel-shutdown-\(broker.port)"),
-      logger: quietLogger("cancel-shutdown"))
-    client.start()
+    // Stopped: a later publication is refused.
+    func stopped(_ client: MQTTClient) async -> Bool {
+      await eventually(timeout: 25) {
+        (try? await client.publish(MQTTMessage(topic: "s/late", text: "z"))) == nil
+      }
+    }
+    let client = try await connectedClient(configuration(broker))
     try await client.publish(MQTTMessage(topic: "s/0", text: "x", qos: .atLeastOnce))
     broker.freeze(true)
     defer { broker.freeze(false) }
@@ -139,28 +141,18 @@ struct MQTTClientBoundsTests {
     // Uncancelled, it would wait the 20 s for the acknowledgement.
     #expect(ContinuousClock.now - started < .seconds(3))
     broker.freeze(false)
-    // The shutdown itself finished (the client stopped; later calls are refused).
-    let stopped = await eventually(timeout: 25) {
-      (try? await client.publish(MQTTMessage(topic: "s/2", text: "z"))) == nil
-    }
-    #expect(stopped)
+    // The shutdown itself finished.
+    #expect(await stopped(client))
 
     // A caller cancelled before it asks still shuts the client down (it just does not wait).
-    let other = try MQTTClient(
-      configuration: MQTTClientConfiguration(
-        host: "127.0.0.1", port: broker.port, clientID: "cancelled-first-\(broker.port)"),
-      logger: quietLogger("cancelled-first"))
-    other.start()
+    let other = try await connectedClient(configuration(broker))
     try await other.publish(MQTTMessage(topic: "s/3", text: "x", qos: .atLeastOnce))
     let early = Task {
       withUnsafeCurrentTask { $0?.cancel() }
       await other.shutdown(timeout: 5)
     }
     await early.value
-    let otherStopped = await eventually(timeout: 10) {
-      (try? await other.publish(MQTTMessage(topic: "s/4", text: "z"))) == nil
-    }
-    #expect(otherStopped)
+    #expect(await stopped(other))
   }
 
   @Test("retained publishes come back after a broker restart; a cleared topic does not")
