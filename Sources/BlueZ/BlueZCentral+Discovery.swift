@@ -141,7 +141,7 @@ extension BlueZCentral {
     do {
       return try await connection.call(
         destination: owner, path: adapter.path, interface: interface, member: member,
-        arguments: arguments, timeout: configuration.callTimeout)
+        arguments: arguments, timeout: configuration.bus.callTimeout)
     } catch {
       let mapped = CentralError.bluez(error, operation: operation)
       logger.debug(
@@ -159,19 +159,13 @@ extension BlueZCentral {
   ///
   /// - Throws: ``CentralError`` `aborted` when the task is cancelled while it waits.
   func lock(_ id: String) async throws(CentralError) {
-    guard let ticket = adapterLocks[id]?.ticket() else {
-      adapterLocks[id] = TurnQueue()
-      return
-    }
+    guard let ticket = adapterLocks[id, default: TurnQueue()].take() else { return }
     let granted = await withTaskCancellationHandler {
       await withCheckedContinuation { (waiter: CheckedContinuation<Bool, Never>) in
         if Task.isCancelled {
           waiter.resume(returning: false)
-        } else if adapterLocks[id] == nil {
-          adapterLocks[id] = TurnQueue()
-          waiter.resume(returning: true)
         } else {
-          adapterLocks[id]?.wait(ticket, waiter)
+          adapterLocks[id, default: TurnQueue()].wait(ticket, waiter)
         }
       }
     } onCancel: {
@@ -189,7 +183,7 @@ extension BlueZCentral {
 
   /// Hands the adapter to the next waiting operation, or frees it.
   func unlock(_ id: String) {
-    guard adapterLocks[id] != nil else { return }
-    if adapterLocks[id]?.pass() != true { adapterLocks[id] = nil }
+    adapterLocks[id]?.release()
+    if adapterLocks[id]?.isHeld == false { adapterLocks[id] = nil }
   }
 }

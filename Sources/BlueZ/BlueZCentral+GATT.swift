@@ -85,7 +85,7 @@ extension BlueZCentral: GATTCentral {
       _ = try await connection.call(
         destination: owner, path: device.adapter, interface: BlueZNames.adapter,
         member: "RemoveDevice", arguments: [.objectPath(device.path)],
-        timeout: configuration.callTimeout)
+        timeout: configuration.bus.callTimeout)
     } catch {
       if error.bluez == .doesNotExist || error.code == .unknownObject { return }
       throw CentralError.bluez(error, operation: "RemoveDevice")
@@ -105,7 +105,7 @@ extension BlueZCentral: GATTCentral {
     do {
       _ = try await connection.call(
         destination: owner, path: device.path, interface: BlueZNames.device,
-        member: "Disconnect", timeout: configuration.callTimeout)
+        member: "Disconnect", timeout: configuration.bus.callTimeout)
     } catch {
       if error.bluez == .notConnected || error.bluez == .doesNotExist
         || error.code == .unknownObject
@@ -213,7 +213,7 @@ extension BlueZCentral: GATTCentral {
     do {
       _ = try await connection.call(
         destination: owner, path: path, interface: BlueZNames.device, member: "Disconnect",
-        timeout: configuration.callTimeout)
+        timeout: configuration.bus.callTimeout)
     } catch {
       logger.debug(
         "cannot cancel a connection attempt",

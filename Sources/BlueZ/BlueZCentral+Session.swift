@@ -115,7 +115,7 @@ extension BlueZCentral: BlueZSessionClient {
     do {
       let reply = try await connection.call(
         destination: owner, path: path, interface: BlueZNames.properties, member: "GetAll",
-        arguments: [.string(BlueZNames.device)], timeout: configuration.callTimeout)
+        arguments: [.string(BlueZNames.device)], timeout: configuration.bus.callTimeout)
       guard epoch == self.epoch, synced, model.devices[path] == nil,
         let properties = reply.first?.propertyMap
       else { return }

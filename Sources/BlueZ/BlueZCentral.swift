@@ -126,7 +126,7 @@ public actor BlueZCentral: BLECentral {
   public init(
     configuration: BlueZCentralConfiguration = BlueZCentralConfiguration(), logger: Logger
   ) {
-    let session = BlueZSession(configuration: configuration.session, logger: logger)
+    let session = BlueZSession(configuration: configuration.bus, logger: logger)
     self.init(session: session, owning: true, configuration: configuration, logger: logger)
   }
 

@@ -133,7 +133,7 @@ extension BlueZPeripheral {
   func send(_ value: [UInt8], through socket: AcquiredNotify) async throws(CentralError)
     -> NotificationPath?
   {
-    let giveUp = clock.now + configuration.callTimeout
+    let giveUp = clock.now + configuration.bus.callTimeout
     while true {
       guard acquired?.serial == socket.serial else { return nil }
       switch socket.sender.send(value) {

@@ -240,7 +240,7 @@ extension BlueZPeripheral {
     do {
       _ = try await connection.call(
         destination: owner, path: adapter, interface: interface, member: member,
-        arguments: [.objectPath(path), .properties([:])], timeout: configuration.callTimeout)
+        arguments: [.objectPath(path), .properties([:])], timeout: configuration.bus.callTimeout)
     } catch {
       if error.bluez == .alreadyExists { alreadyRegistered() }
       throw RegistrationFailure(description: "\(member): \(error.name): \(error.message)")
@@ -285,7 +285,7 @@ extension BlueZPeripheral {
     do {
       _ = try await connection.call(
         destination: owner, path: adapter, interface: interface, member: member,
-        arguments: [.objectPath(path)], timeout: configuration.callTimeout)
+        arguments: [.objectPath(path)], timeout: configuration.bus.callTimeout)
     } catch {
       logger.debug(
         "unregistration refused", metadata: ["dbus.member": "\(member)", "dbus.error": "\(error)"])

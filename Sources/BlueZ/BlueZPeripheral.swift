@@ -152,9 +152,8 @@ public actor BlueZPeripheral: BLEPeripheral {
   var lastTarget: Target?
   var failures = 0
   var retryAt: ContinuousClock.Instant?
-  /// Whether the registration steps are held (by the loop or ``stopPeripheral()``).
-  var busy = false
-  var lockWaiters: [CheckedContinuation<Void, Never>] = []
+  /// The turn of the registration steps (taken by the loop and by ``stopPeripheral()``).
+  var registrationTurn = TurnQueue()
 
   /// Subscriptions since the last `StopNotify` (or the hang-up of the acquired socket), with
   /// the central when BlueZ said which (`AcquireNotify`), `nil` when not (`StartNotify`):
@@ -196,7 +195,7 @@ public actor BlueZPeripheral: BLEPeripheral {
   public init(
     configuration: BlueZPeripheralConfiguration = BlueZPeripheralConfiguration(), logger: Logger
   ) {
-    let session = BlueZSession(configuration: configuration.session, logger: logger)
+    let session = BlueZSession(configuration: configuration.bus, logger: logger)
     self.init(session: session, owning: true, configuration: configuration, logger: logger)
   }
 
@@ -409,23 +408,15 @@ public actor BlueZPeripheral: BLEPeripheral {
     kicker.yield()
   }
 
-  /// Waits until no registration step runs, then holds the steps.
+  /// Waits until no registration step runs, then holds the steps (not cancellable:
+  /// ``stopPeripheral()`` must tear down even when its task is cancelled).
   func lock() async {
-    if !busy {
-      busy = true
-      return
-    }
-    await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
-      lockWaiters.append(waiter)
-    }
+    guard let ticket = registrationTurn.take() else { return }
+    _ = await withCheckedContinuation { registrationTurn.wait(ticket, $0) }
   }
 
   /// Hands the steps to the next waiter, or frees them.
   func unlock() {
-    if lockWaiters.isEmpty {
-      busy = false
-    } else {
-      lockWaiters.removeFirst().resume()
-    }
+    registrationTurn.release()
   }
 }

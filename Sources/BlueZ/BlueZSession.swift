@@ -337,7 +337,8 @@ public struct BlueZSessionConfiguration: Sendable, Hashable {
   public var busAddress: String?
   /// BlueZ signals buffered by the connection and held back during a snapshot.
   public var signalBufferSize: Int
-  /// How long a `GetManagedObjects` call may take.
+  /// How long a BlueZ method call may take: the snapshot's `GetManagedObjects`, and each call
+  /// of the roles made with these settings (default 10 s).
   public var callTimeout: Duration
   /// The first reconnection delay.
   public var reconnectDelay: Duration
@@ -349,7 +350,7 @@ public struct BlueZSessionConfiguration: Sendable, Hashable {
   /// - Parameters:
   ///   - busAddress: The system bus address; `nil` for the default.
   ///   - signalBufferSize: BlueZ signals buffered by the connection.
-  ///   - callTimeout: How long a `GetManagedObjects` call may take.
+  ///   - callTimeout: How long a BlueZ method call may take.
   ///   - reconnectDelay: The first reconnection delay.
   ///   - maxReconnectDelay: The longest reconnection delay.
   public init(

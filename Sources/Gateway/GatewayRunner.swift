@@ -146,13 +146,13 @@ public enum GatewayRunner {
     // One set of bus settings for the shared session and the central.
     let centralConfiguration = BlueZCentralConfiguration(gateway: configuration)
     let session = BlueZSession(
-      configuration: centralConfiguration.session, logger: logger, callObserver: callObserver)
+      configuration: centralConfiguration.bus, logger: logger, callObserver: callObserver)
     let central = BlueZCentral(
       session: session, configuration: centralConfiguration, logger: logger)
     let peripheral = BlueZPeripheral(
       session: session,
       configuration: BlueZPeripheralConfiguration(
-        notifySocket: configuration.peripheral.notifySocket,
+        bus: centralConfiguration.bus, notifySocket: configuration.peripheral.notifySocket,
         severalCentrals: configuration.peripheral.severalCentrals),
       logger: logger)
     // The session first in the list, so that it stops last.

@@ -23,7 +23,8 @@ struct BlueZCentralTests {
     logger.logLevel = .critical
     let central = BlueZCentral(
       configuration: BlueZCentralConfiguration(
-        busAddress: bus.address, callTimeout: .seconds(5), reconnectDelay: .milliseconds(100),
+        bus: BlueZSessionConfiguration(
+          busAddress: bus.address, callTimeout: .seconds(5), reconnectDelay: .milliseconds(100)),
         watchdog: watchdog, scanMethod: scanMethod),
       logger: logger)
     let recorder = Recorder(central.events())

@@ -29,7 +29,8 @@ struct BlueZPeripheralSocketTests {
     logger.logLevel = .critical
     let peripheral = BlueZPeripheral(
       configuration: BlueZPeripheralConfiguration(
-        busAddress: bus.address, callTimeout: .seconds(5), severalCentrals: severalCentrals,
+        bus: BlueZSessionConfiguration(busAddress: bus.address, callTimeout: .seconds(5)),
+        severalCentrals: severalCentrals,
         unseenSubscriptionGrace: grace),
       logger: logger)
     let events = Recorder(peripheral.peripheralEvents())
@@ -327,7 +328,8 @@ struct BlueZPeripheralSocketTests {
       logger.logLevel = .critical
       let peripheral = BlueZPeripheral(
         configuration: BlueZPeripheralConfiguration(
-          busAddress: bus.address, callTimeout: .seconds(5), notifySocket: false),
+          bus: BlueZSessionConfiguration(busAddress: bus.address, callTimeout: .seconds(5)),
+          notifySocket: false),
         logger: logger)
       let events = Recorder(peripheral.peripheralEvents())
       let task = Task { await peripheral.run() }

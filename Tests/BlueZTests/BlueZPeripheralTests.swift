@@ -28,8 +28,9 @@ struct BlueZPeripheralTests {
     logger.logLevel = .critical
     let peripheral = BlueZPeripheral(
       configuration: BlueZPeripheralConfiguration(
-        busAddress: bus.address, callTimeout: .seconds(5), retryDelay: .milliseconds(100),
-        maxRetryDelay: .milliseconds(400), reconnectDelay: .milliseconds(100)),
+        bus: BlueZSessionConfiguration(
+          busAddress: bus.address, callTimeout: .seconds(5), reconnectDelay: .milliseconds(100)),
+        retryDelay: .milliseconds(100), maxRetryDelay: .milliseconds(400)),
       logger: logger)
     let recorder = Recorder(peripheral.peripheralEvents())
     let task = Task { await peripheral.run() }

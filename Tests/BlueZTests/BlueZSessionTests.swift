@@ -24,20 +24,20 @@ struct BlueZSessionTests {
   ) {
     var logger = Logger(label: "test.bluez.session")
     logger.logLevel = .critical
-    let session = BlueZSession(
-      configuration: BlueZSessionConfiguration(
-        busAddress: bus.address, signalBufferSize: signalBuffer, callTimeout: .seconds(5),
-        reconnectDelay: .milliseconds(100)),
-      logger: logger)
+    let settings = BlueZSessionConfiguration(
+      busAddress: bus.address, signalBufferSize: signalBuffer, callTimeout: .seconds(5),
+      reconnectDelay: .milliseconds(100))
+    let session = BlueZSession(configuration: settings, logger: logger)
     if let first { session.register(first) }
     let central = BlueZCentral(
       session: session,
-      configuration: BlueZCentralConfiguration(watchdog: .init(enabled: false)), logger: logger)
+      configuration: BlueZCentralConfiguration(bus: settings, watchdog: .init(enabled: false)),
+      logger: logger)
     let peripheral = BlueZPeripheral(
       session: session,
       configuration: BlueZPeripheralConfiguration(
-        callTimeout: .seconds(5), retryDelay: .milliseconds(100), maxRetryDelay: .milliseconds(400)
-      ), logger: logger)
+        bus: settings, retryDelay: .milliseconds(100), maxRetryDelay: .milliseconds(400)),
+      logger: logger)
     let centralEvents = Recorder(central.events())
     let peripheralEvents = Recorder(peripheral.peripheralEvents())
     let task = Task {

@@ -146,7 +146,8 @@ struct PeripheralModelTests {
   )
   func signalsWanted() {
     let peripheral = BlueZPeripheral(
-      configuration: BlueZPeripheralConfiguration(busAddress: "unix:path=/nonexistent"),
+      configuration: BlueZPeripheralConfiguration(
+        bus: BlueZSessionConfiguration(busAddress: "unix:path=/nonexistent")),
       logger: Logger(label: "test"))
     func changed(_ interface: String, _ properties: [String: DBusValue]) -> DBusSignal {
       DBusSignal(
