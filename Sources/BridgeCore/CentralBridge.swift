@@ -7,7 +7,9 @@
 /// half reaches (`connecting`, `connected`, `discovering`, `ready`, `failed`, `disconnected`) is
 /// copied into the device's record in the same step, so `<base>/bridge/<gw>/devices` and
 /// `<base>/<dev>/connection` never disagree, and a connected device is never offline, forgotten
-/// or evicted.
+/// or evicted. A device's connection state has one writer: its link, when the connection half
+/// has one; the stack's `Connected` property only for devices it has none for (connected by
+/// another program).
 ///
 /// The gateway feeds it every ``CentralEvent`` (``handle(_:now:)``), a tick about once a
 /// second (``tick(now:)``), `scan` and `device/remove` requests through ``discovery(_:)``, and
@@ -92,11 +94,23 @@ public struct CentralBridge: Sendable {
   /// - Returns: What to do, in order.
   public mutating func handle(_ event: CentralEvent, now: Double) -> [Output] {
     let known = discovery.registry.count
-    var outputs = discovery.handle(event, now: now).map(Output.discovery)
+    // A device's connection state has one writer: its link when the connection half has one
+    // (the state machine, copied into the record below), the stack's `Connected` otherwise. A
+    // stack change the link ignores (said again while it is ready, or after a failed attempt)
+    // must not overwrite the record, or the devices list and `<dev>/connection` disagree.
+    var outputs =
+      changesALink(event) ? [] : discovery.handle(event, now: now).map(Output.discovery)
     let newDevice = discovery.registry.count != known
     outputs += connections(now: now, syncing: newDevice) { $0.handle(event, now: now) }
     guard ownership != nil else { return outputs }
     return ownedOnly(outputs) + arbitrate(event, now: now)
+  }
+
+  /// Whether the event is a stack `Connected` change of a device the connection half has a
+  /// link for (whose state only the link writes).
+  private func changesALink(_ event: CentralEvent) -> Bool {
+    guard case .connectionChanged(let address, _) = event else { return false }
+    return gatt?.links[address] != nil
   }
 
   /// Lets time pass in both halves: retries of the connection half first (so that the devices

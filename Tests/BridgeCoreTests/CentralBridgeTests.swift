@@ -83,6 +83,39 @@ struct CentralBridgeTests {
     #expect(try listed(bridge.tick(now: t0 + 10))?["connection"] == "failed")
   }
 
+  @Test(
+    "the stack's Connected changes never make the devices list disagree with <dev>/connection: a repeated connected while ready, a disconnected after a failed attempt"
+  )
+  func stackChangesOfLinkedDevices() throws {
+    var bridge = bridge()
+    _ = bridge.handle(.deviceUpdated(Fixture.advert(rssi: -60)), now: t0)
+    _ = bridge.tick(now: t0)
+    _ = bridge.connections(now: t0 + 1) { $0.connectFinished(sensor, error: nil, now: t0 + 1) }
+    _ = bridge.handle(.connectionChanged(sensor, connected: true), now: t0 + 1)
+    _ = bridge.handle(.servicesResolved(sensor, GATTHarness.tree), now: t0 + 1.5)
+    #expect(bridge.gatt?.state(of: sensor) == .ready)
+
+    // The stack says connected again (a snapshot taken anew, another program's call): the
+    // link stays ready, and so does the device's record.
+    _ = bridge.handle(.connectionChanged(sensor, connected: true), now: t0 + 2)
+    #expect(bridge.gatt?.state(of: sensor) == .ready)
+    #expect(bridge.discovery.registry[sensor]?.connection == .ready)
+    #expect(try listed(bridge.tick(now: t0 + 3))?["connection"] == "ready")
+
+    // The link drops, the next attempt fails; then the stack reports the device disconnected
+    // (it had connected at the radio level): the record stays failed, as the link.
+    _ = bridge.handle(.connectionChanged(sensor, connected: false), now: t0 + 4)
+    _ = bridge.tick(now: t0 + 40)
+    #expect(bridge.gatt?.state(of: sensor) == .connecting)
+    _ = bridge.connections(now: t0 + 41) {
+      $0.connectFinished(sensor, error: CentralError(.timeout, message: "no answer"), now: t0 + 41)
+    }
+    #expect(bridge.gatt?.state(of: sensor) == .failed)
+    _ = bridge.handle(.connectionChanged(sensor, connected: false), now: t0 + 42)
+    #expect(bridge.discovery.registry[sensor]?.connection == .failed)
+    #expect(try listed(bridge.tick(now: t0 + 43))?["connection"] == "failed")
+  }
+
   @Test("without a connection half, device-plane steps do nothing and discovery still works")
   func withoutGATT() {
     var bridge = CentralBridge(discovery: DiscoveryBridge(topics: Fixture.topics))
