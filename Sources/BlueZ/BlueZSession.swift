@@ -78,7 +78,9 @@ public actor BlueZSession {
 
   private var connection: DBusConnection?
   private var owner: String?
-  private var synced = false
+  private var synced = false {
+    didSet { counters.withLock { $0.synced = synced } }
+  }
   private var snapshotting = false
   /// Signals held back while a snapshot is being taken.
   private var pending: [DBusSignal]?
@@ -87,7 +89,8 @@ public actor BlueZSession {
   private var droppedSeen = 0
   /// Asks the running session for a new snapshot (see ``handle(_:)``).
   private var resyncRequest: AsyncStream<Void>.Continuation?
-  private var counters = Statistics()
+  /// Kept apart from the actor's state so that health reports read them without a hop.
+  private let counters = Mutex(Statistics())
 
   /// Makes a session; nothing happens until ``run()``.
   ///
@@ -118,12 +121,8 @@ public actor BlueZSession {
     }
   }
 
-  /// The counters now.
-  public var statistics: Statistics {
-    var result = counters
-    result.synced = synced
-    return result
-  }
+  /// The counters now (read from any thread).
+  public nonisolated var statistics: Statistics { counters.withLock { $0 } }
 
   /// Adds a client; call it before ``run()`` (clients do it in their initialiser).
   nonisolated func register(_ client: any BlueZSessionClient) {
@@ -160,7 +159,7 @@ public actor BlueZSession {
     while !Task.isCancelled {
       do {
         let connection = try await connect(configuration.busAddress)
-        counters.connections += 1
+        counters.withLock { $0.connections += 1 }
         backoff.reset()
         await runSession(connection)
       } catch {
@@ -257,7 +256,7 @@ public actor BlueZSession {
         let reply = try await connection.call(
           destination: target, path: .root, interface: BlueZNames.objectManager,
           member: "GetManagedObjects", timeout: configuration.callTimeout)
-        counters.snapshots += 1
+        counters.withLock { $0.snapshots += 1 }
         guard owner == target else { continue }
         for client in clients.withLock({ $0 }) {
           try await client.session(.snapshot(reply, owner: target))
@@ -298,7 +297,7 @@ public actor BlueZSession {
       } else if synced {
         logger.warning(
           "BlueZ signals were dropped (the gateway fell behind); taking a new snapshot")
-        counters.snapshotsAfterLoss += 1
+        counters.withLock { $0.snapshotsAfterLoss += 1 }
         synced = false
         resyncRequest?.yield()
       }

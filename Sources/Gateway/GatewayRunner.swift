@@ -21,7 +21,7 @@ public enum GatewayRunner {
     let service = try GatewayService(
       configuration: configuration, logger: logger, central: radio.central,
       peripheral: radio.peripheral, liveness: radio.liveness, web: web,
-      linkQuality: radio.linkQuality)
+      linkQuality: radio.linkQuality, radioHealth: radio.health)
     // The radio first in the list, so it stops last: the gateway publishes `offline` and
     // withdraws its service before the Bluetooth side goes away.
     var services = radio.services
@@ -109,6 +109,8 @@ public enum GatewayRunner {
     public var liveness: [LivenessCheck] = []
     /// Where connected devices' RSSI is read from, if anywhere.
     public var linkQuality: (any LinkQualityReader)?
+    /// The radio's own sections of `health` (`bluez`, `simulation`), if any.
+    public var health: (@Sendable () -> JSONObject)?
   }
 
   /// Builds the radio `bluetooth.radio` asks for.
@@ -131,7 +133,8 @@ public enum GatewayRunner {
       )
       return Radio(
         central: radio, peripheral: radio,
-        services: [.init(service: RadioService { await radio.run() })], linkQuality: radio)
+        services: [.init(service: RadioService { await radio.run() })], linkQuality: radio,
+        health: { ["simulation": .object(radio.statistics.json)] })
     }
     guard usesBlueZ(configuration, logger: logger) else {
       return Radio(central: nil, peripheral: nil, services: [])
@@ -165,7 +168,8 @@ public enum GatewayRunner {
       ],
       liveness: [
         LivenessCheck(name: "the D-Bus system bus") { await session.ping(timeout: .seconds(5)) }
-      ], linkQuality: ManagementLinkQuality())
+      ], linkQuality: ManagementLinkQuality(),
+      health: { ["bluez": .object(session.statistics.json)] })
   }
 
   /// The simulated world in `path` (YAML), or the built-in one.
@@ -228,5 +232,19 @@ struct RadioService: Service {
 
   func run() async throws {
     await cancelWhenGracefulShutdown { await body() }
+  }
+}
+
+extension BlueZSession.Statistics {
+  /// The `bluez` section of `health`: `{"synced":true,"connections":1,"snapshots":1,
+  /// "snapshots_after_loss":0}` — whether the gateway mirrors a running bluetoothd, the bus
+  /// connections opened, the `GetManagedObjects` snapshots taken, and those taken because the
+  /// bus connection dropped signals while the gateway fell behind (each a warning in the log).
+  var json: JSONObject {
+    [
+      "synced": .bool(synced), "connections": .integer(Int64(connections)),
+      "snapshots": .integer(Int64(snapshots)),
+      "snapshots_after_loss": .integer(Int64(snapshotsAfterLoss)),
+    ]
   }
 }

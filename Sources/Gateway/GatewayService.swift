@@ -1,10 +1,8 @@
-import BlueZ
 public import BridgeCore
 import Foundation
 public import Logging
 public import Mosquitto
 public import ServiceLifecycle
-import SimulatedRadio
 import Synchronization
 import UnixSignals
 public import Web
@@ -58,6 +56,8 @@ public final class GatewayService: Service, Sendable {
   /// Home Assistant discovery of the gateway's own device (the central role holds the
   /// devices'); `nil` when `homeassistant.enabled` is off.
   let homeAssistant: HomeAssistantDiscovery?
+  /// The radio's own sections of `health`.
+  let radioHealth: (@Sendable () -> JSONObject)?
 
   /// Creates the gateway from a loaded configuration.
   /// - Parameters:
@@ -72,15 +72,17 @@ public final class GatewayService: Service, Sendable {
   ///     metrics, when `web.enabled`.
   ///   - linkQuality: Where connected devices' RSSI is read (`bluetooth.connect.rssi`), if
   ///     anywhere.
+  ///   - radioHealth: The radio's own sections of `health`, if any.
   /// - Throws: ``GatewayError`` when the base topic or the MQTT settings are unusable.
   public init(
     configuration: GatewayConfiguration, logger: Logger, central: (any BLECentral)? = nil,
     peripheral: (any BLEPeripheral)? = nil, liveness: [LivenessCheck] = [],
     notifier: SystemdNotifier = SystemdNotifier(),
     web: (hub: WebHub, metrics: GatewayMetrics)? = nil,
-    linkQuality: (any LinkQualityReader)? = nil
+    linkQuality: (any LinkQualityReader)? = nil, radioHealth: (@Sendable () -> JSONObject)? = nil
   ) throws(GatewayError) {
     self.configuration = configuration
+    self.radioHealth = radioHealth
     self.logger = logger
     self.notifier = notifier
     centralPort = central
@@ -878,9 +880,7 @@ public final class GatewayService: Service, Sendable {
       }
     }
     if let peripheralRole { report.sections["peripheral"] = .object(peripheralRole.healthJSON) }
-    if let simulated = centralPort as? SimulatedRadio {
-      report.sections["simulation"] = .object(simulated.statistics.json)
-    }
+    for (name, section) in radioHealth?() ?? [:] { report.sections[name] = section }
     report.reasons = unhealthyReasons(connected: stats.connected)
     return report
   }

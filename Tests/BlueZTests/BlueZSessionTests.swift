@@ -15,6 +15,16 @@ import Testing
   .enabled(if: PrivateBus.isAvailable, "dbus-daemon is not installed (apt-get install dbus)"),
   .timeLimit(.minutes(1)))
 struct BlueZSessionTests {
+  /// The session's counters once it counts itself synced (it does once every client has the
+  /// snapshot, a moment after they act on it), within 10 s.
+  func synced(_ session: BlueZSession) async throws -> BlueZSession.Statistics {
+    let deadline = ContinuousClock.now + .seconds(10)
+    while !session.statistics.synced, ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(20))
+    }
+    return session.statistics
+  }
+
   /// A session on `bus` with a central and a peripheral on it, all running.
   static func roles(
     _ bus: PrivateBus, signalBuffer: Int = 8192, first: (any BlueZSessionClient)? = nil
@@ -84,7 +94,7 @@ struct BlueZSessionTests {
       try await peripheral.startPeripheral(PeripheralService(localName: "gw1"))
       try await peripheralEvents.next("advertising") { $0 == .stateChanged(.advertising) }
 
-      let statistics = await session.statistics
+      let statistics = try await synced(session)
       #expect(statistics.connections == 1)
       #expect(statistics.snapshots == 1)
       #expect(statistics.synced)
@@ -121,7 +131,7 @@ struct BlueZSessionTests {
       #expect(fake.calls("RegisterApplication").count == 2)
       #expect(fake.calls("RegisterAdvertisement").count == 2)
       #expect(try await central.adapters().map(\.id) == ["hci0"])
-      let statistics = await session.statistics
+      let statistics = try await synced(session)
       #expect(statistics.connections == 1)
       #expect(statistics.snapshots == 2)
       await fake.stop()
@@ -154,7 +164,7 @@ struct BlueZSessionTests {
       #expect(second.calls("RegisterAdvertisement").count == 1)
       // The same session connection calls the new owner.
       #expect(second.calls("RegisterApplication").first?.sender == firstName)
-      let statistics = await session.statistics
+      let statistics = try await synced(session)
       #expect(statistics.connections == 1)
       #expect(statistics.snapshots == 2)
       #expect(statistics.synced)
@@ -191,7 +201,7 @@ struct BlueZSessionTests {
         try await Task.sleep(for: .milliseconds(20))
       }
       #expect(try await central.adapters().first?.name == "a39")
-      let statistics = await session.statistics
+      let statistics = try await synced(session)
       #expect(statistics.snapshotsAfterLoss >= 1)
       #expect(statistics.snapshots >= 2)
       #expect(statistics.synced)

@@ -88,4 +88,9 @@ bluetooth:
     await mqtt.expect(f"gatt2mqtt/{dev}/presence", after=mark, where=lambda m: m.json()["state"] == "away", timeout=90)
     await mqtt.expect(f"gatt2mqtt/{dev}/availability", after=mark,
                       where=lambda m: m.json()["state"] == "offline", timeout=120)
-    await mqtt.expect("gatt2mqtt/bridge/lab/health", where=lambda m: "discovery" in m.json(), timeout=60)
+    health = await mqtt.expect("gatt2mqtt/bridge/lab/health", where=lambda m: "discovery" in m.json(), timeout=60)
+    # The BlueZ session's own section: one bus connection, mirroring bluetoothd, nothing lost.
+    bluez = health.json().get("bluez") or {}
+    lab.check(bluez.get("synced") is True and bluez.get("connections") == 1
+              and bluez.get("snapshots", 0) >= 1 and bluez.get("snapshots_after_loss") == 0,
+              f"health's bluez section: {bluez}")
