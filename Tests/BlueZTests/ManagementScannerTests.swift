@@ -26,14 +26,16 @@ final class FakeKernel: Sendable {
   func read(timeout: Double = 5) async -> [UInt8]? {
     let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1000))
     var buffer = [UInt8](repeating: 0, count: 512)
-    while ContinuousClock.now < deadline {
+    // One read after the deadline too: a sleep that overran it (a busy machine) still sees
+    // what arrived meanwhile.
+    while true {
       let count = buffer.withUnsafeMutableBytes {
         recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
       }
       if count > 0 { return Array(buffer[..<count]) }
+      guard ContinuousClock.now < deadline else { return nil }
       try? await Task.sleep(for: .milliseconds(5))
     }
-    return nil
   }
 
   func write(_ packet: [UInt8]) {

@@ -71,7 +71,7 @@ struct BridgeDriverTests {
   @Test("a StartDiscovery that never answers does not hold back advertisements")
   func stuckDiscoveryDoesNotDelayAdvertisements() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     defer { broker.stop() }
     let topics = try Topics(gateway: GatewayID("test"))
     let client = try await connectedClient(configuration(broker))
@@ -99,7 +99,7 @@ struct BridgeDriverTests {
   @Test("commands over the limit are dropped and counted; publications still go out")
   func boundedCommandQueue() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     defer { broker.stop() }
     let client = try await connectedClient(configuration(broker))
     defer { Task { await client.shutdown(finalMessages: [], timeout: 1) } }

@@ -33,7 +33,7 @@ struct CentralRoleLinkQualityTests {
     CentralRoleService, Collector, Task<Void, Never>, Broker, MQTTClient
   ) {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let topics = try Topics(gateway: GatewayID("test"))
     let client = try await connectedClient(configuration(broker))
     let central = FakeGATTCentral(tree: GATTTree(services: []))

@@ -23,7 +23,7 @@ struct CentralRoleServiceTests {
   @Test("concurrent /set on one characteristic never overlap, all succeed in order, through MQTT")
   func concurrentWritesThroughTheBroker() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     defer { broker.stop() }
     let topics = try Topics(gateway: GatewayID("test"))
     let gatewayClient = try await connectedClient(configuration(broker))

@@ -22,7 +22,7 @@ struct GatewayOverflowTests {
   @Test("a bridge request handed over without its payload (inbound queue full) is answered busy")
   func overflowedRequestIsAnsweredBusy() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     defer { broker.stop() }
     let service = try Self.service(broker, id: "flood")
     service.client.start()
@@ -47,7 +47,7 @@ struct GatewayOverflowTests {
   )
   func standingByServesNothing() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     defer { broker.stop() }
     let service = try Self.service(broker, id: "standby")
     service.client.start()

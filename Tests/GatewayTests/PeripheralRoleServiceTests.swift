@@ -11,7 +11,7 @@ struct PeripheralRoleServiceTests {
   @Test("a text from MQTT reaches a subscribed central as paced chunks then EOM, reported as sent")
   func textToNotifications() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     defer { broker.stop() }
     let topics = try Topics(gateway: GatewayID("test"))
     let client = try await connectedClient(configuration(broker))

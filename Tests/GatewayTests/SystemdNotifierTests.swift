@@ -78,7 +78,7 @@ struct SystemdWatchdogTests {
     arguments: [true, false])
   func watchdog(radioAnswers: Bool) async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     defer { broker.stop() }
     let listener = try NotifyListener()
     let service = try service(broker, listener, radioAnswers: radioAnswers)

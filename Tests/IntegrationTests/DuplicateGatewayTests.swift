@@ -40,7 +40,7 @@ struct DuplicateGatewayTests {
   )
   func newcomerStops() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     defer { broker.stop() }
     let (observer, seen) = try await observe(broker, "gatt2mqtt/#")
     let first = try GatewayProcess(broker: broker, id: "twin", extra: ["--radio", "none"])
@@ -67,7 +67,7 @@ struct DuplicateGatewayTests {
     try await Task.sleep(for: .seconds(2))
     #expect(seen.messages.filter { $0.topic == responseTopic }.count == 1)
     // keepalive 5 s: the newcomer waits 1.5 × 5 + 5 = 12.5 s for the other to go offline.
-    #expect(await eventually(timeout: 40) { second.child.wait(timeout: 0) != nil })
+    #expect(await eventually(timeout: 40) { await second.child.wait(timeout: 0) != nil })
     #expect(second.log.contains("this one stands by and stops in"))
     #expect(Self.devicePlane(seen).isEmpty, "published: \(Self.devicePlane(seen).map(\.topic))")
     #expect(Self.simulatedHealth(seen).isEmpty)
@@ -80,7 +80,7 @@ struct DuplicateGatewayTests {
     #expect(Self.roles(seen, eventTopic).contains("incumbent"))
 
     // The incumbent runs on, and the retained state is its own online state.
-    #expect(first.child.wait(timeout: 0) == nil)
+    #expect(await first.child.wait(timeout: 0) == nil)
     let (late, lateSeen) = try await observe(broker, stateTopic)
     #expect(await eventually { lateSeen.messages.first != nil })
     let retained = lateSeen.messages.first
@@ -101,7 +101,7 @@ struct DuplicateGatewayTests {
   )
   func fleetIncumbentKeepsItsDevices() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     defer { broker.stop() }
     let (observer, seen) = try await observe(broker, "gatt2mqtt/#")
     let fleet = ["--radio", "simulated", "--fleet.ownership.enabled", "true"]
@@ -119,7 +119,7 @@ struct DuplicateGatewayTests {
     // Stopped while standing by (what an operator does after the critical log): it publishes
     // no offline state over the incumbent's, and exits 0.
     second.child.signal(SIGTERM)
-    #expect(second.child.wait(timeout: 5).map(ChildProcess.exitCode) == 0, "\(second.log)")
+    #expect(await second.child.wait(timeout: 5).map(ChildProcess.exitCode) == 0, "\(second.log)")
     try await Task.sleep(for: .seconds(2))
     #expect(
       !seen.messages.contains { $0.topic == first.stateTopic && stateIs($0, "offline") },
@@ -132,7 +132,7 @@ struct DuplicateGatewayTests {
       .compactMap { try? OwnershipClaim(parsing: $0.payload) }
     #expect(!claims.isEmpty)
     #expect(claims.allSatisfy { $0.instance == firstInstance })
-    #expect(first.child.wait(timeout: 0) == nil)
+    #expect(await first.child.wait(timeout: 0) == nil)
     await observer.shutdown()
   }
 
@@ -141,7 +141,7 @@ struct DuplicateGatewayTests {
   )
   func staleSessionClears() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     defer { broker.stop() }
     let (observer, seen) = try await observe(broker, "gatt2mqtt/#")
     // The broker still holds the online state of a run that is gone.
@@ -176,7 +176,7 @@ struct DuplicateGatewayTests {
     await late.shutdown()
     // Past the grace (12.5 s) it still runs.
     try await Task.sleep(for: .seconds(14))
-    #expect(gateway.child.wait(timeout: 0) == nil)
+    #expect(await gateway.child.wait(timeout: 0) == nil)
     await observer.shutdown()
   }
 
@@ -185,7 +185,7 @@ struct DuplicateGatewayTests {
   )
   func lateRivalStopsAtOnce() async throws {
     let broker = try Broker(persistence: true)
-    try broker.start()
+    try await broker.start()
     defer { broker.stop() }
     let ghost = GatewayInstance(id: "00000000deadbeef", started: 1_000)
     let (setter, _) = try await observe(broker, "gatt2mqtt/bridge/twin/state")
@@ -198,8 +198,8 @@ struct DuplicateGatewayTests {
     let gateway = try GatewayProcess(broker: broker, id: "twin", extra: ["--radio", "simulated"])
     // Without a broker it acts after 5 s.
     #expect(await eventually(timeout: 15) { gateway.log.contains("has not handed back") })
-    try broker.start()
-    #expect(await eventually(timeout: 20) { gateway.child.wait(timeout: 0) != nil })
+    try await broker.start()
+    #expect(await eventually(timeout: 20) { await gateway.child.wait(timeout: 0) != nil })
     #expect(ChildProcess.exitCode(gateway.child.wait()) == 75, "log: \(gateway.log)")
     #expect(gateway.log.contains("already acted"))
 
@@ -213,7 +213,7 @@ struct DuplicateGatewayTests {
     #expect(Self.devicePlane(seen).isEmpty, "published: \(Self.devicePlane(seen).map(\.topic))")
     #expect(await eventually(timeout: 30) { Self.roles(seen, eventTopic).contains("stale") })
     #expect(await eventually { !Self.devicePlane(seen).isEmpty })
-    #expect(restarted.child.wait(timeout: 0) == nil)
+    #expect(await restarted.child.wait(timeout: 0) == nil)
     await observer.shutdown()
   }
 }

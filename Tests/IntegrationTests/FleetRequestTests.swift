@@ -27,7 +27,7 @@ struct FleetRequestTests {
   )
   func fleetVerbs() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let gateways = try fleet(broker)
     let (client, seen) = try await observe(broker, "gatt2mqtt/bridge/+/response/#")
     for gateway in gateways {
@@ -88,7 +88,7 @@ struct FleetRequestTests {
     "the fleet's text reaches every gateway's peripheral role; a gateway's own text overrides it")
   func fleetText() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let gateways = try fleet(broker)
     let (client, seen) = try await observe(broker, "gatt2mqtt/bridge/+/peripheral/state")
     for gateway in gateways {

@@ -34,7 +34,7 @@ struct GatewayHardeningTests {
       await eventually { gateway.log.contains("failed") }, "log: \(gateway.log)")
     gateway.child.signal(signal.number)
     let started = ContinuousClock.now
-    let status = gateway.child.wait(timeout: 2)
+    let status = await gateway.child.wait(timeout: 2)
     #expect(
       status != nil, "still running 2 s after SIG\(signal.rawValue.uppercased()): \(gateway.log)")
     #expect(ContinuousClock.now - started < .seconds(2))
@@ -47,12 +47,12 @@ struct GatewayHardeningTests {
     arguments: StopSignal.allCases)
   func stopWithBroker(signal: StopSignal) async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let gateway = try GatewayProcess(broker: broker, extra: ["--radio", "simulated"])
     let (observer, seen) = try await observe(broker, gateway.stateTopic)
     #expect(await eventually { stateIs(seen.messages.last, "online") })
     gateway.child.signal(signal.number)
-    let status = gateway.child.wait(timeout: 2)
+    let status = await gateway.child.wait(timeout: 2)
     #expect(status.map(ChildProcess.exitCode) == 0, "log: \(gateway.log)")
     #expect(await eventually { stateIs(seen.messages.last, "offline") })
     #expect(broker.log.contains("Received DISCONNECT from gatt2mqtt-\(gateway.id)"))
@@ -62,7 +62,7 @@ struct GatewayHardeningTests {
   @Test("SIGUSR1 logs the health report and the gateway keeps running")
   func usr1LogsHealth() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let gateway = try GatewayProcess(broker: broker)
     #expect(await eventually { gateway.log.contains("MQTT connected") })
     try await Task.sleep(for: .milliseconds(300))
@@ -74,7 +74,7 @@ struct GatewayHardeningTests {
   @Test("an MQTT 5 Response Topic outside <base>/…/response, or on an inbound topic, is not used")
   func responseTopicIsNotARelay() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let gateway = try GatewayProcess(
       broker: broker, extra: ["--mqtt.protocol", "5", "--radio", "simulated"])
     let (client, seen) = try await observe(broker, "#", version: .v5)
@@ -136,7 +136,7 @@ struct GatewayHardeningTests {
     "odd verbs are answered on response/invalid, briefly; health_check reports the publish rate")
   func oddVerbsAnswered() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let gateway = try GatewayProcess(broker: broker)
     let (client, seen) = try await observe(broker, "gatt2mqtt/bridge/\(gateway.id)/response/#")
     #expect(await eventually { gateway.log.contains("subscribed to bridge requests") })
@@ -166,7 +166,7 @@ struct GatewayHardeningTests {
   @Test("a device request whose UUID level does not parse is answered with a request_error event")
   func unparseableDeviceTopic() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let gateway = try GatewayProcess(broker: broker, extra: ["--radio", "simulated"])
     let (client, seen) = try await observe(broker, "gatt2mqtt/bridge/\(gateway.id)/event")
     // All four device-plane filters subscribed.
@@ -192,7 +192,7 @@ struct GatewayHardeningTests {
   @Test("a JSON key with a newline and ESC is logged escaped: no forged log line")
   func logInjection() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let gateway = try GatewayProcess(broker: broker, extra: ["--radio", "simulated"])
     let (client, seen) = try await observe(broker, "gatt2mqtt/bridge/\(gateway.id)/response/#")
     #expect(await eventually { gateway.log.contains("subscribed to bridge requests") })
@@ -213,7 +213,7 @@ struct GatewayHardeningTests {
   @Test("oversized requests are answered payload_too_large without being held; others still served")
   func oversizedRequests() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let gateway = try GatewayProcess(broker: broker)
     let (client, seen) = try await observe(broker, "gatt2mqtt/bridge/\(gateway.id)/response/#")
     #expect(await eventually { gateway.log.contains("subscribed to bridge requests") })
@@ -252,7 +252,7 @@ struct RetainedStateRestoreTests {
   )
   func retainedStateAfterBrokerRestart() async throws {
     let broker = try Broker()  // no persistence: a restart loses every retained message
-    try broker.start()
+    try await broker.start()
     let gateway = try GatewayProcess(
       broker: broker,
       extra: [
@@ -275,7 +275,7 @@ struct RetainedStateRestoreTests {
       seenBefore.messages.filter { $0.topic.hasSuffix("/connection") }.map(\.topic))
     await before.shutdown()
     broker.stop(signal: SIGKILL)
-    try broker.start()
+    try await broker.start()
     #expect(
       await eventually(timeout: 15) {
         gateway.log.components(separatedBy: "MQTT connected").count == 3

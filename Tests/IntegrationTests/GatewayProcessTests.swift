@@ -11,7 +11,7 @@ struct GatewayProcessTests {
   @Test("publishes retained online state, retained info and periodic health")
   func onlineInfoHealth() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let gateway = try GatewayProcess(broker: broker)
     let (observer, seen) = try await observe(broker, "gatt2mqtt/bridge/\(gateway.id)/#")
     #expect(
@@ -42,7 +42,7 @@ struct GatewayProcessTests {
   @Test("SIGKILL: the broker publishes the retained offline will")
   func killedGatewayLeavesWill() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let gateway = try GatewayProcess(broker: broker)
     let (observer, seen) = try await observe(broker, "gatt2mqtt/bridge/+/state")
     #expect(await eventually { stateIs(seen.messages.last, "online") })
@@ -59,12 +59,12 @@ struct GatewayProcessTests {
   @Test("SIGTERM: the gateway publishes offline itself, disconnects cleanly and exits 0")
   func terminatedGatewayPublishesOffline() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let gateway = try GatewayProcess(broker: broker)
     let (observer, seen) = try await observe(broker, gateway.stateTopic)
     #expect(await eventually { stateIs(seen.messages.last, "online") })
     gateway.child.signal(SIGTERM)
-    let status = try #require(gateway.child.wait(timeout: 10), "the gateway did not exit")
+    let status = try #require(await gateway.child.wait(timeout: 10), "the gateway did not exit")
     #expect(ChildProcess.exitCode(status) == 0, "log: \(gateway.log)")
     #expect(await eventually { stateIs(seen.messages.last, "offline") })
     // A clean DISCONNECT, so the offline state came from the gateway, not from the will.
@@ -75,22 +75,22 @@ struct GatewayProcessTests {
   @Test("SIGINT behaves like SIGTERM")
   func interruptedGatewayExitsCleanly() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let gateway = try GatewayProcess(broker: broker)
     #expect(await eventually { gateway.log.contains("MQTT connected") })
     gateway.child.signal(SIGINT)
-    let status = try #require(gateway.child.wait(timeout: 10))
+    let status = try #require(await gateway.child.wait(timeout: 10))
     #expect(ChildProcess.exitCode(status) == 0)
   }
 
   @Test("broker killed and restarted: the gateway reconnects and is online again (retained)")
   func brokerRestart() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let gateway = try GatewayProcess(broker: broker)
     #expect(await eventually { gateway.log.contains("MQTT connected") })
     broker.stop(signal: SIGKILL)  // the retained state dies with it
-    try broker.start()
+    try await broker.start()
     #expect(
       await eventually(timeout: 15) {
         gateway.log.components(separatedBy: "MQTT connected").count == 3
@@ -110,9 +110,9 @@ struct GatewayProcessTests {
     arguments: ["3.1.1", "5"])
   func wrongPassword(protocolVersion: String) async throws {
     let broker = try Broker(configuration: "allow_anonymous false")
-    let file = try broker.passwordFile(user: "gw", password: "right")
+    let file = try await broker.passwordFile(user: "gw", password: "right")
     broker.reconfigure("allow_anonymous false\npassword_file \(file)")
-    try broker.start()
+    try await broker.start()
     let gateway = try GatewayProcess(
       broker: broker, extra: ["--mqtt.username", "gw", "--mqtt.protocol", protocolVersion],
       environment: ["GATT2MQTT_MQTT_PASSWORD": "not-the-password"])
@@ -124,8 +124,8 @@ struct GatewayProcessTests {
     #expect(!gateway.log.contains("not-the-password"), "the password leaked into the log")
     #expect(gateway.child.isRunning)
     broker.stop()
-    _ = try broker.passwordFile(user: "gw", password: "not-the-password")
-    try broker.start()
+    _ = try await broker.passwordFile(user: "gw", password: "not-the-password")
+    try await broker.start()
     let observer = try await connectedClient(
       MQTTClientConfiguration(
         host: "127.0.0.1", port: broker.port, clientID: "observer", username: "gw",
@@ -139,7 +139,7 @@ struct GatewayProcessTests {
   @Test("health_check over MQTT 5 answers on the response topic with the correlation data")
   func healthCheckRequest() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let gateway = try GatewayProcess(broker: broker, extra: ["--mqtt.protocol", "5"])
     let (client, seen) = try await observe(broker, "gatt2mqtt/clients/me/#", version: .v5)
     try await client.subscribe("gatt2mqtt/bridge/\(gateway.id)/response/#")
@@ -187,69 +187,70 @@ struct CommandLineTests {
   }()
 
   @Test("check-config accepts the example file")
-  func checkExample() throws {
-    let result = try runProcess(gatewayExecutable, ["check-config", Self.exampleFile])
+  func checkExample() async throws {
+    let result = try await runProcess(gatewayExecutable, ["check-config", Self.exampleFile])
     #expect(result.status == 0, "\(result.output)")
     #expect(result.output.contains("configuration is valid"))
   }
 
   @Test("check-config rejects a broken file, naming the key, with a non-zero exit")
-  func checkBroken() throws {
+  func checkBroken() async throws {
     let directory = try makeTemporaryDirectory(prefix: "cfg")
     let file = directory.appendingPathComponent("bad.yaml").path
     try "mqtt:\n  port: lots\n".write(toFile: file, atomically: true, encoding: .utf8)
-    let result = try runProcess(gatewayExecutable, ["check-config", file])
+    let result = try await runProcess(gatewayExecutable, ["check-config", file])
     #expect(result.status != 0)
     #expect(result.output.contains("mqtt.port"), "\(result.output)")
     try "mqtt:\n  tls:\n    ca_flie: /x\n".write(toFile: file, atomically: true, encoding: .utf8)
-    let unknown = try runProcess(gatewayExecutable, ["check-config", file])
+    let unknown = try await runProcess(gatewayExecutable, ["check-config", file])
     #expect(unknown.status != 0)
     #expect(unknown.output.contains("mqtt.tls.ca_flie"), "\(unknown.output)")
   }
 
   @Test("check-config checks what run checks: TLS files, the world file, --radio and --world")
-  func checkConfigMatchesRun() throws {
+  func checkConfigMatchesRun() async throws {
     let directory = try makeTemporaryDirectory(prefix: "cfg")
     let missing = directory.appendingPathComponent("absent.pem").path
-    let tls = try runProcess(gatewayExecutable, ["check-config", "--mqtt.tls.ca-file", missing])
+    let tls = try await runProcess(
+      gatewayExecutable, ["check-config", "--mqtt.tls.ca-file", missing])
     #expect(tls.status == 78, "\(tls.output)")
     #expect(tls.output.contains("absent.pem"), "\(tls.output)")
 
-    let noWorld = try runProcess(
+    let noWorld = try await runProcess(
       gatewayExecutable, ["check-config", "--radio", "simulated", "--world", missing])
     #expect(noWorld.status == 78, "\(noWorld.output)")
     #expect(noWorld.output.contains("bluetooth.simulation"), "\(noWorld.output)")
 
     let world = directory.appendingPathComponent("world.yaml").path
     try "devices:\n  - kind: battery\n".write(toFile: world, atomically: true, encoding: .utf8)
-    let good = try runProcess(
+    let good = try await runProcess(
       gatewayExecutable, ["check-config", "--radio", "simulated", "--world", world])
     #expect(good.status == 0, "\(good.output)")
     #expect(good.output.contains("bluetooth.radio: simulated"), "\(good.output)")
 
-    let unused = try runProcess(
+    let unused = try await runProcess(
       gatewayExecutable, ["check-config", "--radio", "none", "--world", world])
     #expect(unused.status == 0, "\(unused.output)")
     #expect(unused.output.contains("warning: bluetooth.simulation"), "\(unused.output)")
   }
 
   @Test("run refuses a bad option before connecting anywhere")
-  func runRejectsBadOption() throws {
-    let result = try runProcess(gatewayExecutable, ["run", "--mqtt.prot", "1"])
+  func runRejectsBadOption() async throws {
+    let result = try await runProcess(gatewayExecutable, ["run", "--mqtt.prot", "1"])
     #expect(result.status != 0)
     #expect(result.output.contains("mqtt.prot"), "\(result.output)")
   }
 
   @Test("--version prints the version")
-  func version() throws {
-    let result = try runProcess(gatewayExecutable, ["--version"])
+  func version() async throws {
+    let result = try await runProcess(gatewayExecutable, ["--version"])
     #expect(result.status == 0)
     #expect(result.output.trimmingCharacters(in: .whitespacesAndNewlines) == "0.1.0")
   }
 
   @Test("--help works on every command", arguments: [[], ["run"], ["check-config"]])
-  func help(command: [String]) throws {
-    let result = try runProcess(gatewayExecutable, command + ["--help"])
+  func help(command: [String]) async throws {
+    let result = try await runProcess(gatewayExecutable, command + ["--help"])
     #expect(result.status == 0, "\(result.output)")
     #expect(result.output.contains("USAGE"))
   }

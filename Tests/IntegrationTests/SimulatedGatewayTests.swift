@@ -21,7 +21,7 @@ struct SimulatedGatewayTests {
   )
   func builtInWorldDemo() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let (observer, seen) = try await observe(broker, "gatt2mqtt/#")
     let started = Date()
     // The options scripts/gateway adds when there is no adapter.
@@ -525,7 +525,7 @@ struct SimulatedGatewayTests {
   @Test("P1–P6: the text served to simulated centrals, MTU−3 chunks and EOM, every new text")
   func peripheralRole() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let long = String(repeating: "Grüße ✓ 東京 ", count: 60)  // 1140 bytes, 57 chunks of 20
     let world = """
       centrals:

@@ -17,7 +17,7 @@ final class SimulatedRun: @unchecked Sendable {
   /// options.
   init(world: String, _ extra: [String] = []) async throws {
     broker = try Broker()
-    try broker.start()
+    try await broker.start()
     (observer, seen) = try await observe(broker, "gatt2mqtt/#")
     let path = broker.directory.appendingPathComponent("world.yaml").path
     try world.write(toFile: path, atomically: true, encoding: .utf8)

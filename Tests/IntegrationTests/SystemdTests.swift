@@ -9,7 +9,7 @@ struct SystemdTests {
   )
   func supervised() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let listener = try NotifyListener()
     let gateway = try GatewayProcess(
       broker: broker,
@@ -23,7 +23,7 @@ struct SystemdTests {
     #expect(await listener.next(within: 8, after: beats) { $0 == "WATCHDOG=1" } != nil)
     gateway.child.signal(SIGTERM)
     #expect(await listener.next(within: 5) { $0 == "STOPPING=1" } != nil)
-    let status = try #require(gateway.child.wait(timeout: 10))
+    let status = try #require(await gateway.child.wait(timeout: 10))
     #expect(ChildProcess.exitCode(status) == 0)
   }
 
@@ -36,7 +36,7 @@ struct SystemdTests {
     let ready = await listener.next(within: 12) { $0 == "READY=1" }
     #expect(ready?.contains("STATUS=broker unreachable, retrying") == true, "\(listener.received)")
     gateway.child.signal(SIGTERM)
-    let status = try #require(gateway.child.wait(timeout: 5))
+    let status = try #require(await gateway.child.wait(timeout: 5))
     #expect(ChildProcess.exitCode(status) == 0)
   }
 }

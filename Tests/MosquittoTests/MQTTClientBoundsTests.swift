@@ -10,7 +10,7 @@ struct MQTTClientBoundsTests {
   @Test("a payload over maxIncomingMessageBytes arrives without it, with the reason and the topic")
   func tooLargeIsDiscarded() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     var config = configuration(broker)
     config.maxIncomingMessageBytes = 1000
     let subscriber = try await connectedClient(config)
@@ -39,7 +39,7 @@ struct MQTTClientBoundsTests {
   @Test("the buffer of received messages holds at most incomingBufferBytes of payload")
   func bufferIsBoundedInBytes() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     var config = configuration(broker)
     config.incomingBufferBytes = 1000
     let subscriber = try await connectedClient(config)  // nobody iterates `messages` yet
@@ -120,7 +120,7 @@ struct MQTTClientBoundsTests {
   )
   func cancelledShutdownReturns() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     defer { broker.stop() }
     // Stopped: a later publication is refused.
     func stopped(_ client: MQTTClient) async -> Bool {
@@ -158,7 +158,7 @@ struct MQTTClientBoundsTests {
   @Test("retained publishes come back after a broker restart; a cleared topic does not")
   func retainedRestored() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let client = try await connectedClient(configuration(broker))
     try await client.publish(
       MQTTMessage(topic: "r/kept", text: "1", qos: .atLeastOnce, retain: true))
@@ -170,7 +170,7 @@ struct MQTTClientBoundsTests {
       MQTTMessage(topic: "r/gone", payload: [], qos: .atLeastOnce, retain: true))
     try await client.publish(MQTTMessage(topic: "r/plain", text: "p", qos: .atLeastOnce))
     broker.stop(signal: SIGKILL)
-    try broker.start()
+    try await broker.start()
     #expect(await eventually(timeout: 10) { client.statistics.reconnects == 1 })
     let observer = try await connectedClient(configuration(broker))
     let seen = Collector(observer)

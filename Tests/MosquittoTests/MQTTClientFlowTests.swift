@@ -14,7 +14,7 @@ struct MQTTClientFlowTests {
   )
   func incomingBufferIsBounded() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     var config = configuration(broker)
     config.incomingBufferCapacity = 10
     let subscriber = try await connectedClient(config)  // nobody iterates `messages`
@@ -40,7 +40,7 @@ struct MQTTClientFlowTests {
   @Test("after unsubscribe no more messages arrive on that filter")
   func unsubscribe() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let subscriber = try await connectedClient(configuration(broker))
     let seen = Collector(subscriber)
     try await subscriber.subscribe("a/#")
@@ -61,7 +61,7 @@ struct MQTTClientFlowTests {
   @Test("a malformed subscription filter is refused with invalid_argument")
   func badFilter() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let client = try await connectedClient(configuration(broker))
     await #expect(throws: MQTTError.self) { try await client.subscribe("a/#/b") }
     // The client keeps working.
@@ -72,7 +72,7 @@ struct MQTTClientFlowTests {
   @Test("a publish to an invalid topic fails alone; other traffic continues")
   func badTopicPublish() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let client = try await connectedClient(configuration(broker))
     let seen = Collector(client)
     try await client.subscribe("fine")
@@ -89,7 +89,7 @@ struct MQTTClientFlowTests {
   @Test("many QoS 1 publishes are paced by the in-flight window and all acknowledged")
   func inflightWindow() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     var config = configuration(broker)
     config.maxInflight = 5
     let client = try await connectedClient(config)
@@ -111,7 +111,7 @@ struct MQTTClientFlowTests {
   )
   func noLibraryLogWhileConnected() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let client = try await connectedClient(configuration(broker))
     // Lines were formatted while connecting (the callback explains connection failures).
     #expect(client.statistics.libraryLogLines > 0)
@@ -130,7 +130,7 @@ struct MQTTClientFlowTests {
   )
   func directHandOff() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let subscriber = try await connectedClient(configuration(broker))
     let seen = Collector(subscriber)
     try await subscriber.subscribe("direct/#")
@@ -162,7 +162,7 @@ struct MQTTClientFlowTests {
   )
   func batchInOneSegment() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let client = try await connectedClient(configuration(broker))
     let fd = client.socketDescriptor
     try #require(fd >= 0)
@@ -186,7 +186,7 @@ struct MQTTClientFlowTests {
   )
   func publisherReadsAcknowledgements() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let client = try await connectedClient(configuration(broker))
     let seen = Collector(client)
     try await client.subscribe("echo/#")
@@ -217,7 +217,7 @@ struct MQTTClientFlowTests {
   )
   func incomingBurstWhilePublishing() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let client = try await connectedClient(configuration(broker))
     let seen = Collector(client)
     try await client.subscribe("burst/#")
@@ -239,18 +239,20 @@ struct MQTTClientFlowTests {
   @Test("a publication awaited right after a fire-and-forget batch is acknowledged at once")
   func awaitedAfterBatch() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let client = try await connectedClient(configuration(broker))
     try await Task.sleep(for: .milliseconds(100))
-    let start = ContinuousClock.now
+    var took: [Duration] = []
     for i in 0..<10 {
       client.send([.enqueue(MQTTMessage(topic: "mixed/\(i)", text: "batch", qos: .atLeastOnce))])
       try await Task.sleep(for: .milliseconds(2))
+      let start = ContinuousClock.now
       try await client.publish(MQTTMessage(topic: "mixed/\(i)", text: "awaited", qos: .atLeastOnce))
+      took.append(ContinuousClock.now - start)
     }
-    let took = ContinuousClock.now - start
-    // Left to the end of the publishers' read window, each awaited one took up to 50 ms.
-    #expect(took < .milliseconds(300), "10 awaited publications took \(took)")
+    // Left to the end of the publishers' read window, each awaited one took up to 50 ms. The
+    // median, so that one delayed by a busy machine does not decide.
+    #expect(took.sorted()[5] < .milliseconds(25), "10 awaited publications took \(took)")
     await client.shutdown()
   }
 
@@ -259,7 +261,7 @@ struct MQTTClientFlowTests {
   )
   func largeBatchesNeedTheLoop() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     var settings = configuration(broker)
     settings.maxInflight = 20
     let client = try await connectedClient(settings)

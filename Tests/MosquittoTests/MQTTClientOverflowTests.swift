@@ -10,7 +10,7 @@ struct MQTTClientOverflowTests {
   @Test("a consumer that falls behind: the first messages in full, the rest in overflow, counted")
   func overflowCarriesTheRest() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     defer { broker.stop() }
     var settings = configuration(broker)
     settings.incomingBufferCapacity = 5

@@ -13,7 +13,7 @@ struct MQTTClientTests {
     arguments: [MQTTClientConfiguration.ProtocolVersion.v311, .v5], MQTTQoS.allCases)
   func roundTrip(version: MQTTClientConfiguration.ProtocolVersion, qos: MQTTQoS) async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let subscriber = try await connectedClient(configuration(broker, version: version))
     let collector = Collector(subscriber)
     try await subscriber.subscribe("t/\(qos.rawValue)/#", qos: qos)
@@ -34,7 +34,7 @@ struct MQTTClientTests {
   @Test("MQTT 5 properties arrive: expiry, response topic, correlation data, user properties")
   func mqtt5Properties() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let subscriber = try await connectedClient(configuration(broker, version: .v5))
     let collector = Collector(subscriber)
     try await subscriber.subscribe("req/#")
@@ -59,7 +59,7 @@ struct MQTTClientTests {
   @Test("MQTT 3.1.1 silently leaves MQTT 5 properties out instead of failing the publish")
   func v311IgnoresProperties() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let subscriber = try await connectedClient(configuration(broker))
     let collector = Collector(subscriber)
     try await subscriber.subscribe("p")
@@ -75,7 +75,7 @@ struct MQTTClientTests {
   @Test("1,000 QoS 1 messages across a broker restart: every one arrives, none twice")
   func brokerRestartLosesNothing() async throws {
     let broker = try Broker(persistence: true)
-    try broker.start()
+    try await broker.start()
     var subscriberConfiguration = configuration(broker, id: "restart-subscriber")
     subscriberConfiguration.cleanSession = false
     let subscriber = try await connectedClient(subscriberConfiguration)
@@ -88,7 +88,7 @@ struct MQTTClientTests {
       publisher.enqueue(MQTTMessage(topic: "bulk/\(i)", text: "\(i)", qos: .atLeastOnce))
       if i == 300 {
         broker.stop(signal: SIGTERM)
-        try broker.start()
+        try await broker.start()
       }
     }
     let all = await eventually(timeout: 30) {
@@ -125,7 +125,7 @@ struct MQTTClientTests {
     #expect(publisher.statistics.queued == 100)
     #expect(publisher.statistics.inflight == 0)
 
-    try broker.start()
+    try await broker.start()
     let subscriber = try await connectedClient(configuration(broker))
     try await subscriber.subscribe("q/#")
     // Only now may the queued messages flow: restart the publisher's view of the world by
@@ -160,9 +160,9 @@ struct MQTTClientTests {
     arguments: [MQTTClientConfiguration.ProtocolVersion.v311, .v5])
   func wrongPassword(version: MQTTClientConfiguration.ProtocolVersion) async throws {
     let broker = try Broker(configuration: "allow_anonymous false")
-    let file = try broker.passwordFile(user: "gw", password: "right")
+    let file = try await broker.passwordFile(user: "gw", password: "right")
     broker.reconfigure("allow_anonymous false\npassword_file \(file)")
-    try broker.start()
+    try await broker.start()
     var config = configuration(broker, version: version)
     config.username = "gw"
     config.password = "wrong"
@@ -180,8 +180,8 @@ struct MQTTClientTests {
     #expect(!client.statistics.connected)
     // The operator fixes the broker: the stored password becomes the one the client sends.
     broker.stop()
-    _ = try broker.passwordFile(user: "gw", password: "wrong")
-    try broker.start()
+    _ = try await broker.passwordFile(user: "gw", password: "wrong")
+    try await broker.start()
     #expect(await eventually(timeout: 10) { client.statistics.connected })
     await client.shutdown()
     watcher.cancel()
@@ -190,13 +190,13 @@ struct MQTTClientTests {
   @Test("retained state is published again and subscriptions renewed after a reconnect")
   func resyncAfterReconnect() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let client = try await connectedClient(configuration(broker))
     let collector = Collector(client)
     try await client.subscribe("cmd/#")
     client.setRetainedState(MQTTMessage(topic: "gw/state", text: "online", retain: true))
     broker.stop(signal: SIGKILL)  // the retained value dies with the broker
-    try broker.start()
+    try await broker.start()
     #expect(await eventually { client.statistics.reconnects == 1 && client.statistics.connected })
     let observer = try await connectedClient(configuration(broker))
     let seen = Collector(observer)
@@ -212,7 +212,7 @@ struct MQTTClientTests {
   @Test("shutdown publishes the final messages before disconnecting")
   func shutdownFlushes() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let observer = try await connectedClient(configuration(broker))
     let seen = Collector(observer)
     try await observer.subscribe("bye")
@@ -229,7 +229,7 @@ struct MQTTClientTests {
   @Test("the broker publishes the last will when the connection dies without DISCONNECT")
   func lastWill() async throws {
     let broker = try Broker()
-    try broker.start()
+    try await broker.start()
     let observer = try await connectedClient(configuration(broker))
     let seen = Collector(observer)
     try await observer.subscribe("will/#")

@@ -11,9 +11,9 @@ import Testing
 struct TLSTests {
   @Test("connects with the CA and a client certificate, and messages flow")
   func mutualTLS() async throws {
-    let pki = try Certificates()
+    let pki = try await Certificates()
     let broker = try Broker(configuration: pki.brokerConfiguration)
-    try broker.start()
+    try await broker.start()
     var config = configuration(broker)
     config.tls = MQTTClientConfiguration.TLS(
       caFile: pki.caFile, certFile: pki.clientCertFile, keyFile: pki.clientKeyFile)
@@ -27,10 +27,10 @@ struct TLSTests {
 
   @Test("refuses a broker whose certificate another CA signed, with a TLS error, and retries")
   func wrongCA() async throws {
-    let pki = try Certificates()
-    let other = try Certificates()
+    let pki = try await Certificates()
+    let other = try await Certificates()
     let broker = try Broker(configuration: pki.brokerConfiguration)
-    try broker.start()
+    try await broker.start()
     var config = configuration(broker)
     config.tls = MQTTClientConfiguration.TLS(
       caFile: other.caFile, certFile: pki.clientCertFile, keyFile: pki.clientKeyFile)
@@ -52,9 +52,9 @@ struct TLSTests {
 
   @Test("a broker requiring client certificates refuses a client without one")
   func missingClientCertificate() async throws {
-    let pki = try Certificates()
+    let pki = try await Certificates()
     let broker = try Broker(configuration: pki.brokerConfiguration)
-    try broker.start()
+    try await broker.start()
     var config = configuration(broker)
     config.tls = MQTTClientConfiguration.TLS(caFile: pki.caFile)
     let client = try MQTTClient(configuration: config, logger: quietLogger("tls"))

@@ -37,14 +37,15 @@ public final class Broker: @unchecked Sendable {
 
   deinit { stop() }
 
-  /// Writes the configuration and starts the broker; returns when it accepts connections.
-  public func start() throws {
+  /// Writes the configuration and starts the broker; returns when it accepts connections
+  /// (waiting with `Task.sleep`: no cooperative thread blocks while it starts).
+  public func start() async throws {
     // The free port was free when chosen; with tests running in parallel another process may
     // take it before the broker binds it. Only the first start may move (restarts keep the
     // port the clients know).
     for attempt in 1...5 {
       do {
-        try startOnce()
+        try await startOnce()
         everStarted = true
         return
       } catch let failure as TestFailure
@@ -57,7 +58,7 @@ public final class Broker: @unchecked Sendable {
     }
   }
 
-  private func startOnce() throws {
+  private func startOnce() async throws {
     let conf = directory.appendingPathComponent("mosquitto.conf")
     var text = "per_listener_settings false\n"
     if getuid() == 0 { text += "user root\n" }
@@ -74,7 +75,7 @@ public final class Broker: @unchecked Sendable {
       if !process.isRunning {
         throw TestFailure("mosquitto exited at start; see \(directory.path)/broker.log")
       }
-      usleep(20_000)
+      try await Task.sleep(for: .milliseconds(20))
     }
     throw TestFailure("mosquitto did not listen on \(port) within 10 s")
   }
@@ -104,10 +105,10 @@ public final class Broker: @unchecked Sendable {
   }
 
   /// Writes a mosquitto password file with one user and returns its path.
-  public func passwordFile(user: String, password: String) throws -> String {
+  public func passwordFile(user: String, password: String) async throws -> String {
     let path = directory.path + "/passwd"
     _ = FileManager.default.createFile(atPath: path, contents: nil)
-    let result = try runProcess("/usr/bin/mosquitto_passwd", ["-b", path, user, password])
+    let result = try await runProcess("/usr/bin/mosquitto_passwd", ["-b", path, user, password])
     guard result.status == 0 else { throw TestFailure("mosquitto_passwd failed: \(result.output)") }
     return path
   }

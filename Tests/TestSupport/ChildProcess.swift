@@ -55,12 +55,13 @@ public final class ChildProcess: @unchecked Sendable {
     return status
   }
 
-  /// Waits up to `timeout` seconds; returns the raw wait status or nil if still running.
-  public func wait(timeout: Double) -> Int32? {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
+  /// Waits up to `timeout` seconds, sleeping between checks (no cooperative thread blocks);
+  /// returns the raw wait status or nil if still running.
+  public func wait(timeout: Double) async -> Int32? {
+    let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+    while ContinuousClock.now < deadline {
       if !isRunning { return exitStatus }
-      usleep(10_000)
+      try? await Task.sleep(for: .milliseconds(10))
     }
     return isRunning ? nil : exitStatus
   }
@@ -77,16 +78,21 @@ public final class ChildProcess: @unchecked Sendable {
   }
 }
 
-/// Runs a program to completion and returns its exit code and combined output.
+/// Runs a program to completion (waiting with `Task.sleep`, at most 120 s) and returns its exit
+/// code and combined output.
 @discardableResult
 public func runProcess(
   _ executable: String, _ arguments: [String], environment: [String: String]? = nil
-) throws -> (status: Int32, output: String) {
+) async throws -> (status: Int32, output: String) {
   let log = FileManager.default.temporaryDirectory
     .appendingPathComponent("gatt2mqtt-run-\(UUID().uuidString.prefix(8)).log").path
   defer { unlink(log) }
   let child = try ChildProcess(executable, arguments, outputPath: log, environment: environment)
-  let status = child.wait()
+  guard let status = await child.wait(timeout: 120) else {
+    child.signal(SIGKILL)
+    child.wait()
+    throw TestFailure("\(executable) \(arguments) did not finish within 120 s")
+  }
   let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
   return (
     ChildProcess.exitCode(status) ?? 128 + (ChildProcess.terminatingSignal(status) ?? 0), output

@@ -251,10 +251,12 @@ extension ConfigurationLoader {
       case .nonEmptyString:
         return text.isEmpty ? nil : .string(text)
       case .hostName:
+        // The length first: a value of megabytes is refused without looking at each character.
+        guard (1...253).contains(text.utf8.count) else { return nil }
         let clean = text.unicodeScalars.allSatisfy {
           !$0.properties.isWhitespace && $0.properties.generalCategory != .control
         }
-        return (1...253).contains(text.utf8.count) && clean ? .string(text) : nil
+        return clean ? .string(text) : nil
       case .listenAddress:
         return Self.listenAddress(text) != nil ? .string(text) : nil
       case .topicLevel:
