@@ -39,6 +39,12 @@ extension CentralBridge {
       return [.discovery(event("device_rename_refused", data))]
     }
     outputs += connections(now: now) { $0.rename(address, to: id) }
+    // Home Assistant's GATT entities of a ready device, under the new id (the discovery half
+    // made its configs afresh).
+    if let gatt, gatt.state(of: address) == .ready, let tree = gatt.links[address]?.tree {
+      outputs += discovery.gattResolved(address, tree: tree) { gatt.format(for: $0) }
+        .map(Output.discovery)
+    }
     if ownership != nil {
       addressesByName = addressesByName.filter { $0.value != address }
       if id != DeviceID(address: address) { addressesByName[id.rawValue] = address }

@@ -67,6 +67,7 @@ public struct CentralBridge: Sendable {
     self.discovery = discovery
     self.gatt = gatt
     self.ownership = ownership
+    self.discovery.tracksForgotten = gatt != nil
     if ownership != nil {
       self.gatt?.requireOwnership()
       self.discovery.owners = [:]
@@ -93,17 +94,39 @@ public struct CentralBridge: Sendable {
   ///   - now: When it happened (monotonic seconds, see ``DiscoveryBridge/wallClockOffset``).
   /// - Returns: What to do, in order.
   public mutating func handle(_ event: CentralEvent, now: Double) -> [Output] {
-    let known = discovery.registry.count
+    let arriving = Self.advertisedAddress(event).flatMap {
+      discovery.registry[$0] == nil ? $0 : nil
+    }
     // A device's connection state has one writer: its link when the connection half has one
     // (the state machine, copied into the record below), the stack's `Connected` otherwise. A
     // stack change the link ignores (said again while it is ready, or after a failed attempt)
     // must not overwrite the record, or the devices list and `<dev>/connection` disagree.
     var outputs =
       changesALink(event) ? [] : discovery.handle(event, now: now).map(Output.discovery)
-    let newDevice = discovery.registry.count != known
+    // A device (re)admitted takes its link's state, if it has a link.
+    let newDevice = arriving.map { discovery.registry[$0] != nil } ?? false
     outputs += connections(now: now, syncing: newDevice) { $0.handle(event, now: now) }
+    outputs += forgetLinks(now: now)
     guard ownership != nil else { return outputs }
     return ownedOnly(outputs) + arbitrate(event, now: now)
+  }
+
+  /// The address of an advertisement event.
+  private static func advertisedAddress(_ event: CentralEvent) -> BluetoothAddress? {
+    switch event {
+    case .deviceAppeared(let advertisement), .deviceUpdated(let advertisement):
+      advertisement.address
+    default: nil
+    }
+  }
+
+  /// Devices the discovery half forgot lose their links too, unless the links are live or
+  /// wanted by address or request (``GATTBridge/forgotten(_:)``).
+  private mutating func forgetLinks(now: Double) -> [Output] {
+    guard !discovery.forgotten.isEmpty else { return [] }
+    let gone = discovery.forgotten
+    discovery.forgotten.removeAll()
+    return connections(now: now) { gatt in gone.flatMap { gatt.forgotten($0) } }
   }
 
   /// Whether the event is a stack `Connected` change of a device the connection half has a
@@ -121,6 +144,7 @@ public struct CentralBridge: Sendable {
   public mutating func tick(now: Double) -> [Output] {
     var outputs = connections(now: now) { $0.tick(now: now) }
     outputs += discovery.tick(now: now).map(Output.discovery)
+    outputs += forgetLinks(now: now)
     guard ownership != nil else { return outputs }
     ownership?.freeSlots = gatt?.freeSlots ?? 0
     let registry = discovery.registry
@@ -158,6 +182,7 @@ public struct CentralBridge: Sendable {
       body["device"] = .string(address.description)
     }
     let (outputs, response) = discovery { $0.remove(body) }
+    discovery.forgotten.removeAll()  // the connection half's link is removed below
     var removed: BluetoothAddress?
     for case .discovery(.removeDevice(let address)) in outputs { removed = address }
     guard let removed else { return (outputs, response) }

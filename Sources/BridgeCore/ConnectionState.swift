@@ -23,4 +23,8 @@ public enum ConnectionState: String, Sendable, Hashable, CaseIterable {
     case .disconnected, .connecting, .failed: false
     }
   }
+
+  /// Whether a link is being made or is up (`connecting` or connected): such a device is
+  /// never evicted or forgotten, heard or not.
+  public var isLive: Bool { self == .connecting || isConnected }
 }

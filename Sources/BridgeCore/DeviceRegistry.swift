@@ -3,11 +3,12 @@
 ///
 /// Memory is bounded: at most ``capacity`` devices. Random addresses keep appearing (phones
 /// rotate theirs every few minutes), so when a new device arrives at capacity the device seen
-/// longest ago that is not connected is evicted (counted in ``evictions``); if every device is
-/// connected the newcomer is not admitted (counted in ``refusals``).
+/// longest ago that is not connected (nor being connected) is evicted (counted in ``evictions``); if every device is
+/// connected or being connected the newcomer is not admitted (counted in ``refusals``).
 ///
 /// Timing, with `offline_after` and `forget_after` measured from ``DeviceRecord/lastSeen``
-/// (connected devices are exempt from both):
+/// (connected devices are exempt from both; a device being connected is never forgotten or
+/// evicted, ``ConnectionState/isLive``):
 /// - unseen for ``offlineAfter`` seconds: offline (``expire(now:)`` reports it);
 /// - unseen for ``forgetAfter`` seconds: forgotten;
 /// - seen again while offline: online again (``observe(_:now:)`` reports it).
@@ -172,7 +173,7 @@ public struct DeviceRegistry: Sendable {
     var forgotten: [BluetoothAddress] = []
     for (address, record) in byAddress where !record.connection.isConnected {
       let unseen = now - record.lastSeen
-      if unseen >= forgetAfter {
+      if unseen >= forgetAfter, !record.connection.isLive {
         forgotten.append(address)
       } else if record.online, unseen >= offlineAfter {
         byAddress[address]?.online = false
@@ -257,7 +258,7 @@ public struct DeviceRegistry: Sendable {
   /// The address of the device seen longest ago that is not connected (ties: lowest address).
   private func evictionCandidate() -> BluetoothAddress? {
     var best: DeviceRecord?
-    for record in byAddress.values where !record.connection.isConnected {
+    for record in byAddress.values where !record.connection.isLive {
       if let current = best,
         (current.lastSeen, current.address) <= (record.lastSeen, record.address)
       {

@@ -127,6 +127,11 @@ public struct DiscoveryBridge: Sendable {
   var owners: [BluetoothAddress: GatewayID]?
   private var devicesChanged = true
   private var devicesPublished: Double?
+  /// Whether ``forgotten`` collects the devices forgotten (``CentralBridge`` drains it, so that
+  /// its connection half forgets them too); off for a bridge used alone.
+  var tracksForgotten = false
+  /// The devices forgotten (expired, evicted, removed) since it was last drained.
+  var forgotten: [BluetoothAddress] = []
 
   /// Makes a bridge that knows no adapter or device yet.
   ///
@@ -173,12 +178,12 @@ public struct DiscoveryBridge: Sendable {
           retain: false)
       ]
     case .connectionChanged(let address, let connected):
-      guard
-        registry.setConnection(address, connected ? .connected : .disconnected, now: now) != nil
-      else { return [] }
+      guard let before = registry[address] else { return [] }
+      let after = registry.setConnection(
+        address, connected ? .connected : .disconnected, now: now)
       devicesChanged = true
       let reading = presence.setConnected(address, connected, now: now)
-      return presenceOutputs(address, reading)
+      return cameOnline(before, after) + presenceOutputs(address, reading)
     case .connectionRSSI(let address, let rssi):
       guard let record = registry[address] else { return [] }
       _ = registry.setConnection(address, record.connection, now: now)
@@ -308,12 +313,13 @@ public struct DiscoveryBridge: Sendable {
     _ address: BluetoothAddress, _ state: ConnectionState, now: Double
   ) -> [BridgeOutput] {
     guard let record = registry[address], record.connection != state else { return [] }
-    _ = registry.setConnection(address, state, now: now)
+    let after = registry.setConnection(address, state, now: now)
     devicesChanged = true
-    let linked = homeAssistant != nil ? (homeAssistant?.linked(record) ?? []) : []
-    guard record.connection.isConnected != state.isConnected else { return linked }
+    var outputs = cameOnline(record, after)
+    if homeAssistant != nil { outputs += homeAssistant?.linked(record) ?? [] }
+    guard record.connection.isConnected != state.isConnected else { return outputs }
     let reading = presence.setConnected(address, state.isConnected, now: now)
-    return linked + presenceOutputs(address, reading)
+    return outputs + presenceOutputs(address, reading)
   }
 
   /// A connected device's GATT tree is known: its Home Assistant value and control entities
@@ -352,9 +358,13 @@ public struct DiscoveryBridge: Sendable {
       .publish(topic: topics.presence(before.id), payload: [], retain: true),
     ]
     if homeAssistant != nil {
+      // Its configs again under the new id: the connection entity when it had one (a link's
+      // state was seen); the GATT entities are the caller's (``gattResolved(_:tree:format:)``,
+      // the tree is the connection half's).
+      let wasLinked = homeAssistant?.isLinked(address) ?? false
       outputs += homeAssistant?.forget(address) ?? []
       outputs += homeAssistant?.observed(after, decoded: nil) ?? []
-      if after.connection.isConnected { outputs += homeAssistant?.linked(after) ?? [] }
+      if wasLinked { outputs += homeAssistant?.linked(after) ?? [] }
     }
     return outputs + availabilityAndPresence(after)
   }
@@ -486,6 +496,13 @@ public struct DiscoveryBridge: Sendable {
     return outputs
   }
 
+  /// The device's availability when a connection brought it back online (a device that went
+  /// offline unheard, then connected: it is online while connected, and says so).
+  private func cameOnline(_ before: DeviceRecord, _ after: DeviceRecord?) -> [BridgeOutput] {
+    guard !before.online, let after, after.online else { return [] }
+    return [.publish(topics.availability(after.id), after.availabilityJSON, retain: true)]
+  }
+
   private func presenceOutputs(
     _ address: BluetoothAddress, _ reading: PresenceEstimator.Reading?
   ) -> [BridgeOutput] {
@@ -499,6 +516,7 @@ public struct DiscoveryBridge: Sendable {
 
   /// Forgets a device everywhere and clears its retained messages.
   private mutating func forgetOutputs(_ record: DeviceRecord) -> [BridgeOutput] {
+    if tracksForgotten { forgotten.append(record.address) }
     rateLimiter.forget(record.address)
     presence.forget(record.address)
     let configs = homeAssistant != nil ? (homeAssistant?.forget(record.address) ?? []) : []

@@ -308,6 +308,24 @@ public struct GATTBridge: Sendable {
     return outputs + [connectionOutput(fresh)]
   }
 
+  /// The discovery half forgot a device (unheard for `devices.forget_after`, evicted, removed
+  /// by the stack): its link goes too when it is not live, the configuration does not name
+  /// the device by address and no `device/connect` asked for it, with its retained
+  /// `connection` and `gatt` cleared. A name or UUID rule matching a rotating address would
+  /// otherwise leave a link, and retained topics, behind for every address it ever matched.
+  ///
+  /// - Parameter address: The device.
+  /// - Returns: What to publish; nothing when the link stays or there is none.
+  public mutating func forgotten(_ address: BluetoothAddress) -> [GATTOutput] {
+    guard let link = links[address], !link.state.isLive, link.request == nil,
+      !configuration.policy.addresses.contains(address)
+    else { return [] }
+    links[address] = nil
+    linkByID[link.id] = nil
+    return failQueued(address: address, code: .notConnected, message: "the device was forgotten")
+      + clearRetained(link.id, tree: link.tree)
+  }
+
   /// Empty retained payloads for a device id's `connection`, `gatt` and, with
   /// `mqtt.retain_values`, each value of `tree`.
   func clearRetained(_ id: DeviceID, tree: GATTTree?) -> [GATTOutput] {

@@ -116,6 +116,164 @@ struct CentralBridgeTests {
     #expect(try listed(bridge.tick(now: t0 + 43))?["connection"] == "failed")
   }
 
+  /// The retained payloads published to `topic` among `outputs`, as text.
+  func published(_ outputs: [CentralBridge.Output], _ topic: String) -> [String] {
+    outputs.compactMap { output -> String? in
+      switch output {
+      case .discovery(.publish(let name, let payload, _)) where name.rawValue == topic,
+        .gatt(.publish(let name, let payload, _)) where name.rawValue == topic:
+        return String(decoding: payload, as: UTF8.self)
+      default: return nil
+      }
+    }
+  }
+
+  @Test(
+    "a device that went offline unheard and then connects is online again, and says so: by its link, and by the stack for one connected by another program"
+  )
+  func connectingBringsItOnline() throws {
+    var bridge = CentralBridge(
+      discovery: DiscoveryBridge(topics: Fixture.topics, configuration: .init(devicesInterval: 0)),
+      gatt: GATTBridge(topics: Fixture.topics))
+    // Linked on request after it went offline.
+    let asked = Fixture.address("A4:C1:38:00:00:08")
+    let askedAvailability = "gatt2mqtt/A4C138000008/availability"
+    _ = bridge.handle(.deviceUpdated(Fixture.advert("A4:C1:38:00:00:08", rssi: -70)), now: t0)
+    #expect(published(bridge.tick(now: t0 + 91), askedAvailability) == [#"{"state":"offline"}"#])
+    var outputs =
+      bridge.connections(now: t0 + 92) {
+        $0.deviceRequest(connect: true, body: ["device": "A4:C1:38:00:00:08"], now: t0 + 92)
+      }?.0 ?? []
+    outputs += bridge.tick(now: t0 + 92)
+    #expect(bridge.gatt?.state(of: asked) == .connecting)
+    outputs += bridge.connections(now: t0 + 93) {
+      $0.connectFinished(asked, error: nil, now: t0 + 93)
+    }
+    outputs += bridge.handle(.connectionChanged(asked, connected: true), now: t0 + 93)
+    #expect(published(outputs, askedAvailability) == [#"{"state":"online"}"#])
+    #expect(bridge.discovery.registry[asked]?.online == true)
+
+    // No link made for it: connected by another program after it went offline.
+    let other = Fixture.address("A4:C1:38:00:00:09")
+    let otherAvailability = "gatt2mqtt/A4C138000009/availability"
+    _ = bridge.handle(
+      .deviceUpdated(Fixture.advert("A4:C1:38:00:00:09", rssi: -70)), now: t0 + 100)
+    #expect(published(bridge.tick(now: t0 + 191), otherAvailability) == [#"{"state":"offline"}"#])
+    let connected = bridge.handle(.connectionChanged(other, connected: true), now: t0 + 192)
+    #expect(published(connected, otherAvailability) == [#"{"state":"online"}"#])
+    #expect(bridge.discovery.registry[other]?.connection == .connected)
+  }
+
+  @Test(
+    "a rename keeps a device's Home Assistant entities: its connection entity when not connected, its GATT entities when ready, under the new id"
+  )
+  func renameKeepsHomeAssistantEntities() throws {
+    var bridge = CentralBridge(
+      discovery: DiscoveryBridge(
+        topics: Fixture.topics,
+        configuration: .init(
+          devicesInterval: 0, homeAssistant: HomeAssistantDiscovery(topics: Fixture.topics))),
+      gatt: GATTBridge(
+        topics: Fixture.topics,
+        configuration: .init(
+          policy: ConnectionPolicy(addresses: [GATTHarness.sensor]), retryMinDelay: 30)))
+    let battery = "homeassistant/sensor/gatt2mqtt_A4C1381E29DF/battery_180f/config"
+    let connection = "homeassistant/sensor/gatt2mqtt_A4C1381E29DF/connection/config"
+    _ = bridge.handle(.deviceUpdated(Fixture.advert(rssi: -60)), now: t0)
+    _ = bridge.tick(now: t0)
+    _ = bridge.connections(now: t0 + 1) { $0.connectFinished(sensor, error: nil, now: t0 + 1) }
+    _ = bridge.handle(.connectionChanged(sensor, connected: true), now: t0 + 1)
+    let ready = bridge.handle(.servicesResolved(sensor, GATTHarness.tree), now: t0 + 2)
+    #expect(
+      published(ready, battery).last?.contains(#""gatt2mqtt/A4C1381E29DF/gatt/180f/2a19""#) == true)
+
+    let renamed = bridge.rename(sensor, to: try DeviceID(friendlyName: "kitchen/t"), now: t0 + 3)
+    // Cleared with the old topics, then made again with the new ones.
+    #expect(published(renamed, battery).first == "")
+    #expect(
+      published(renamed, battery).last?.contains(#""gatt2mqtt/kitchen/t/gatt/180f/2a19""#) == true)
+    #expect(
+      published(renamed, connection).last?.contains(#""gatt2mqtt/kitchen/t/connection""#) == true)
+
+    // Not connected: the connection entity stays through a second rename.
+    _ = bridge.handle(.connectionChanged(sensor, connected: false), now: t0 + 4)
+    let again = bridge.rename(sensor, to: try DeviceID(friendlyName: "hall/t"), now: t0 + 5)
+    #expect(published(again, connection).last?.contains(#""gatt2mqtt/hall/t/connection""#) == true)
+  }
+
+  @Test(
+    "a full registry never evicts a device being connected; a device readmitted takes its link's state"
+  )
+  func fullRegistryAndLinks() throws {
+    var bridge = CentralBridge(
+      discovery: DiscoveryBridge(
+        topics: Fixture.topics,
+        configuration: .init(registry: DeviceRegistry(capacity: 1), devicesInterval: 0)),
+      gatt: GATTBridge(
+        topics: Fixture.topics,
+        configuration: .init(
+          policy: ConnectionPolicy(addresses: [GATTHarness.sensor]), retryMinDelay: 30)))
+    _ = bridge.handle(.deviceUpdated(Fixture.advert(rssi: -60)), now: t0)
+    _ = bridge.tick(now: t0)
+    #expect(bridge.discovery.registry[sensor]?.connection == .connecting)
+    // Another device arrives: not admitted, the one being connected stays.
+    let other = "A4:C1:38:00:00:07"
+    _ = bridge.handle(.deviceUpdated(Fixture.advert(other, rssi: -50)), now: t0 + 1)
+    #expect(bridge.discovery.registry[sensor] != nil)
+    #expect(bridge.discovery.registry[Fixture.address(other)] == nil)
+
+    // Forgotten while its link is down (a failed attempt, 900 s unheard), then heard again:
+    // readmitted with the link's state.
+    _ = bridge.connections(now: t0 + 2) {
+      $0.connectFinished(sensor, error: CentralError(.timeout, message: "no answer"), now: t0 + 2)
+    }
+    _ = bridge.handle(.deviceUpdated(Fixture.advert(other, rssi: -50)), now: t0 + 3)
+    #expect(bridge.discovery.registry[sensor] == nil)  // evicted: failed is not live
+    #expect(bridge.gatt?.state(of: sensor) == .failed)  // configured by address: kept
+    _ = bridge.handle(.deviceUpdated(Fixture.advert(rssi: -60)), now: t0 + 4)
+    #expect(bridge.discovery.registry[sensor]?.connection == .failed)
+    #expect(try listed(bridge.tick(now: t0 + 5))?["connection"] == "failed")
+  }
+
+  @Test(
+    "a device the discovery half forgets loses its link when nothing wants it by address or request: its retained connection and gatt are cleared"
+  )
+  func forgottenDevicesLoseTheirLinks() throws {
+    var bridge = CentralBridge(
+      discovery: DiscoveryBridge(topics: Fixture.topics, configuration: .init(devicesInterval: 0)),
+      gatt: GATTBridge(
+        topics: Fixture.topics,
+        configuration: .init(
+          policy: ConnectionPolicy(names: [try NamePattern("Band*")]), retryMinDelay: 30)))
+    // A private random address (rotates) matched by name: linked, the attempt fails.
+    let band = Fixture.address("5A:00:00:00:00:01")
+    _ = bridge.handle(
+      .deviceUpdated(Fixture.advert("5A:00:00:00:00:01", name: "Band 7", rssi: -60, type: .random)),
+      now: t0)
+    _ = bridge.tick(now: t0)
+    #expect(bridge.gatt?.state(of: band) == .connecting)
+    _ = bridge.connections(now: t0 + 1) {
+      $0.connectFinished(band, error: CentralError(.timeout, message: "no answer"), now: t0 + 1)
+    }
+    // bluetoothd drops it: the address rotated away.
+    let removed = bridge.handle(.deviceRemoved(band), now: t0 + 40)
+    #expect(bridge.discovery.registry[band] == nil)
+    #expect(bridge.gatt?.state(of: band) == nil)
+    #expect(published(removed, "gatt2mqtt/5A0000000001/connection") == [""])
+    #expect(published(removed, "gatt2mqtt/5A0000000001/gatt") == [""])
+
+    // A device configured by address keeps its link when forgotten after forget_after.
+    var configured = self.bridge()
+    _ = configured.handle(.deviceUpdated(Fixture.advert(rssi: -60)), now: t0)
+    _ = configured.tick(now: t0)
+    _ = configured.connections(now: t0 + 1) {
+      $0.connectFinished(sensor, error: CentralError(.notFound, message: "gone"), now: t0 + 1)
+    }
+    _ = configured.tick(now: t0 + 2_000)
+    #expect(configured.discovery.registry[sensor] == nil)
+    #expect(configured.gatt?.state(of: sensor) != nil)
+  }
+
   @Test("without a connection half, device-plane steps do nothing and discovery still works")
   func withoutGATT() {
     var bridge = CentralBridge(discovery: DiscoveryBridge(topics: Fixture.topics))

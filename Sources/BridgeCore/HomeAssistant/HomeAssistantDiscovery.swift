@@ -226,6 +226,9 @@ public struct HomeAssistantDiscovery: Sendable {
     return outputs
   }
 
+  /// Whether the device has its connection entity (``linked(_:)``).
+  func isLinked(_ address: BluetoothAddress) -> Bool { devices[address]?.linked ?? false }
+
   /// A device was forgotten or removed: every config of it is cleared (an empty retained
   /// payload makes Home Assistant remove the entity, and the device with its last one).
   ///
