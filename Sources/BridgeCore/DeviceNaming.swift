@@ -1,45 +1,23 @@
-/// How devices get their ids, the `<dev>` level of their topics (TOPICS.md "Names").
-///
-/// In order: the friendly name configured for the address; with ``useAdvertisedNames``, the
-/// advertised name sanitised to one topic level (``DeviceID/init(sanitizing:)``) unless another
-/// device already has that id or it looks like an address id; otherwise the address without
-/// colons (`A4C1381E29DF`). The id is fixed when the device is first registered.
+/// How devices get their ids, the `<dev>` level of their topics (TOPICS.md "Names"): the
+/// friendly name configured for the address (`devices.<address>.name`, or given by
+/// `device/rename`), otherwise the address without colons (`A4C1381E29DF`). The connection half
+/// names its links the same way (``GATTBridge/name(of:)``), so both halves agree.
 public struct DeviceNaming: Sendable, Hashable {
-  /// Configured friendly names by address (`devices.<address>.name`).
+  /// Friendly names by address (`devices.<address>.name`, renames).
   public var friendlyNames: [BluetoothAddress: DeviceID]
-  /// Whether a device without a friendly name is named after its advertised name
-  /// (`devices.use_advertised_names`, default `false`).
-  public var useAdvertisedNames: Bool
 
   /// Makes a naming policy.
   ///
-  /// - Parameters:
-  ///   - friendlyNames: Configured friendly names by address.
-  ///   - useAdvertisedNames: Whether to name devices after their advertised names.
-  public init(friendlyNames: [BluetoothAddress: DeviceID] = [:], useAdvertisedNames: Bool = false) {
+  /// - Parameter friendlyNames: Configured friendly names by address.
+  public init(friendlyNames: [BluetoothAddress: DeviceID] = [:]) {
     self.friendlyNames = friendlyNames
-    self.useAdvertisedNames = useAdvertisedNames
   }
 
-  /// The id for a device seen for the first time.
+  /// A device's id.
   ///
-  /// - Parameters:
-  ///   - address: The device's address.
-  ///   - name: The advertised name's bytes, if any.
-  ///   - isTaken: Whether another device already has an id.
+  /// - Parameter address: The device's address.
   /// - Returns: The id.
-  public func id(
-    for address: BluetoothAddress, name: [UInt8]?, isTaken: (DeviceID) -> Bool
-  ) -> DeviceID {
-    if let friendly = friendlyNames[address] { return friendly }
-    if useAdvertisedNames, let name {
-      let candidate = DeviceID(sanitizing: name)
-      if !Self.looksLikeAddressID(candidate.rawValue), !isTaken(candidate) { return candidate }
-    }
-    return DeviceID(address: address)
-  }
-
-  private static func looksLikeAddressID(_ id: String) -> Bool {
-    id.utf8.count == 12 && id.utf8.allSatisfy { Hex.value(of: $0) != nil }
+  public func id(for address: BluetoothAddress) -> DeviceID {
+    friendlyNames[address] ?? DeviceID(address: address)
   }
 }

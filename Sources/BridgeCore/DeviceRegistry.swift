@@ -116,7 +116,7 @@ public struct DeviceRegistry: Sendable {
       evicted.append(remove(victim)!)
       evictions += 1
     }
-    let id = naming.id(for: address, name: advertisement.name) { addressesByID[$0] != nil }
+    let id = naming.id(for: address)
     let record = DeviceRecord(
       id: id, address: address, addressType: advertisement.addressType, name: advertisement.name,
       rssi: advertisement.rssi, firstSeen: now, lastSeen: now)

@@ -164,7 +164,7 @@ public struct DiscoveryBridge: Sendable {
     switch event {
     case .adapterChanged(let adapter): return adapters.update(adapter)
     case .adapterRemoved(let id): return adapters.remove(id: id)
-    case .stackLost: return adapters.stackLost()
+    case .stackLost: return adapters.stackLost() + stackLost(now: now)
     case .stackRefused(let error): return adapters.stackRefused(error)
     case .deviceAppeared(let advertisement), .deviceUpdated(let advertisement):
       return observe(advertisement, now: now)
@@ -493,6 +493,20 @@ public struct DiscoveryBridge: Sendable {
     // `self` for the call while `presence` changes, copying every track on each advertisement.
     let reading = presence.record(record.address, rssi: rssi, now: now)
     outputs += presenceOutputs(record.address, reading)
+    return outputs
+  }
+
+  /// The stack went away, and every link with it: devices it said were connected are not any
+  /// more (a new stack reports only devices, not the links the old one had). A device the
+  /// connection half links takes its link's state right after (``CentralBridge``).
+  private mutating func stackLost(now: Double) -> [BridgeOutput] {
+    var outputs: [BridgeOutput] = []
+    for record in registry.records where record.connection.isConnected {
+      _ = registry.setConnection(record.address, .disconnected, now: now)
+      devicesChanged = true
+      let reading = presence.setConnected(record.address, false, now: now)
+      outputs += presenceOutputs(record.address, reading)
+    }
     return outputs
   }
 

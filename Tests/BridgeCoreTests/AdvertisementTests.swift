@@ -103,27 +103,6 @@ struct AdvertisementTests {
         == "gatt2mqtt/A4C1381E29DF/advertisement")
   }
 
-  @Test("an id made from a hostile name is one valid topic level", arguments: hostileNames)
-  func sanitisedIDs(name: [UInt8]) throws {
-    let id = DeviceID(sanitizing: name)
-    #expect(id.levels.count == 1)
-    #expect(id.rawValue.utf8.count <= 64)
-    #expect(id.rawValue != "bridge")
-    let topic = Fixture.topics.advertisement(id).rawValue
-    #expect(try TopicName(topic).levels.count == 3)
-    for forbidden: UInt8 in [0x2B, 0x23, 0x00] { #expect(!id.rawValue.utf8.contains(forbidden)) }
-  }
-
-  @Test("sanitised ids for the literal hostile names")
-  func sanitisedLiterals() {
-    #expect(DeviceID(sanitizing: Array("kitchen/+/#".utf8)).rawValue == "kitchen____")
-    #expect(DeviceID(sanitizing: [0x41, 0xFF, 0xFE, 0x42]).rawValue == "A__B")
-    #expect(DeviceID(sanitizing: Array("bridge".utf8)).rawValue == "bridge_")
-    #expect(DeviceID(sanitizing: []).rawValue == "_")
-    #expect(
-      DeviceID(sanitizing: Array(String(repeating: "x", count: 300).utf8)).rawValue.count == 64)
-  }
-
   @Test("content comparison ignores RSSI and UUID order only")
   func sameContent() {
     let base = Fixture.advert(uuids: [0x180F, 0x180A])

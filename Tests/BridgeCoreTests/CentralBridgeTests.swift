@@ -274,6 +274,31 @@ struct CentralBridgeTests {
     #expect(configured.gatt?.state(of: sensor) != nil)
   }
 
+  @Test(
+    "the stack lost: a device another program had connected is disconnected in the devices list; a linked one shows its link's state"
+  )
+  func stackLostEndsStackConnections() throws {
+    var bridge = bridge()
+    _ = bridge.handle(.deviceUpdated(Fixture.advert(rssi: -60)), now: t0)
+    _ = bridge.tick(now: t0)
+    _ = bridge.connections(now: t0 + 1) { $0.connectFinished(sensor, error: nil, now: t0 + 1) }
+    _ = bridge.handle(.connectionChanged(sensor, connected: true), now: t0 + 1)
+    _ = bridge.handle(.servicesResolved(sensor, GATTHarness.tree), now: t0 + 1.5)
+    let other = Fixture.address("A4:C1:38:00:00:09")
+    _ = bridge.handle(.deviceUpdated(Fixture.advert("A4:C1:38:00:00:09", rssi: -70)), now: t0 + 2)
+    _ = bridge.handle(.connectionChanged(other, connected: true), now: t0 + 2)
+    #expect(bridge.discovery.registry[other]?.connection == .connected)
+
+    _ = bridge.handle(.stackLost, now: t0 + 3)
+    #expect(bridge.discovery.registry[other]?.connection == .disconnected)
+    let link = try #require(bridge.gatt?.state(of: sensor))
+    #expect(!link.isConnected)
+    #expect(bridge.discovery.registry[sensor]?.connection == link)
+    // Not connected any more: forgotten in time like any device.
+    _ = bridge.tick(now: t0 + 2_000)
+    #expect(bridge.discovery.registry[other] == nil)
+  }
+
   @Test("without a connection half, device-plane steps do nothing and discovery still works")
   func withoutGATT() {
     var bridge = CentralBridge(discovery: DiscoveryBridge(topics: Fixture.topics))
