@@ -189,14 +189,25 @@ extension CentralBridge {
     }
   }
 
-  /// Stops re-publishing a device's retained state after reconnects: every topic under its
-  /// id (and its address id) and its Home Assistant configs.
+  /// Stops re-publishing a device's retained state after reconnects: its topics under its id
+  /// (and its address id) — `availability`, `presence`, `connection`, `gatt` and the values
+  /// below `gatt/` — and its Home Assistant configs. Named one by one, not as everything
+  /// below `<base>/<dev>/`: a friendly name may be another's first levels (`kitchen` and
+  /// `kitchen/fridge`), and the other device's state is not this one's to forget.
   func forgetRetained(_ address: BluetoothAddress) -> [Output] {
-    let base = discovery.topics.base
+    let topics = discovery.topics
     var ids = [DeviceID(address: address)]
     if let id = discovery.registry[address]?.id, id != ids[0] { ids.append(id) }
     if let id = gatt?.name(of: address), !ids.contains(id) { ids.append(id) }
-    var outputs = ids.map { Output.fleet(.forgetRetained(below: "\(base)/\($0.rawValue)/")) }
+    var outputs: [Output] = []
+    for id in ids {
+      for topic in [
+        topics.availability(id), topics.presence(id), topics.connection(id), topics.gatt(id),
+      ] {
+        outputs.append(.fleet(.forgetRetainedTopic(topic)))
+      }
+      outputs.append(.fleet(.forgetRetained(below: topics.gatt(id).rawValue + "/")))
+    }
     for topic in discovery.homeAssistant?.configTopics(of: address) ?? [] {
       outputs.append(.fleet(.forgetRetainedTopic(topic)))
     }

@@ -2,8 +2,9 @@ extension CentralBridge {
   /// Gives a device the name the broker holds for it (`<base>/bridge/names/<ADDRESS>`, set by a
   /// `device/rename` on any gateway), or back its configured name or address id when cleared.
   /// Everything the gateway publishes for the device moves to the new `<dev>`; the old id's
-  /// retained topics are cleared (by the owner, with fleet ownership) and no longer re-published
-  /// after reconnects.
+  /// retained topics are cleared (by the owner, with fleet ownership), which also ends their
+  /// re-publication after reconnects — and nothing else's: a prefix such as `<base>/kitchen/`
+  /// would take `kitchen/fridge`'s state too, or the device's own new `kitchen/t`.
   ///
   /// - Parameters:
   ///   - address: The device.
@@ -50,7 +51,6 @@ extension CentralBridge {
       if id != DeviceID(address: address) { addressesByName[id.rawValue] = address }
     }
     guard let old, old != id else { return ownedOnly(outputs) }
-    outputs.append(.fleet(.forgetRetained(below: "\(discovery.topics.base)/\(old.rawValue)/")))
     var data = eventData(address)
     data["device"] = .string(id.rawValue)
     data["from"] = .string(old.rawValue)

@@ -175,7 +175,7 @@ struct CentralBridgeOwnershipTests {
     let lostEvent = try #require(try events(lost).first)
     #expect(lostEvent["type"] == "ownership_lost")
     #expect(lostEvent["data"]?["to"] == "hall")
-    #expect(lost.contains(.fleet(.forgetRetained(below: "gatt2mqtt/A4C1381E29DF/"))))
+    try expectForgotten(lost)
     #expect(lost.contains(.gatt(.disconnect(sensor))))
     #expect(!published(lost).contains { $0.hasPrefix("gatt2mqtt/A4C1381E29DF/") })
   }
@@ -240,7 +240,8 @@ struct CentralBridgeOwnershipTests {
 
   /// `device/remove` of a connected device this gateway owns: the registry forgets it at once,
   /// so its link state no longer reaches the arbiter the usual way; the owner's claim must still
-  /// stop saying `connected`, or no other gateway could ever take the device.
+  /// stop saying `connected`, or no other gateway could ever take the device — and, the device
+  /// forgotten, it is given up.
   @Test func removingAConnectedOwnedDeviceRefreshesTheClaimAsNotConnected() throws {
     var bridge = bridge()
     var (linked, up) = link(&bridge, owned: try takeOwnership(&bridge))
@@ -254,11 +255,15 @@ struct CentralBridgeOwnershipTests {
 
     let (removed, response) = bridge.remove(["device": "A4C1381E29DF"], now: settled + 10)
     #expect(response.ok)
-    var after: [OwnershipClaim] = []
+    // The link's end reaches the claim at once; the device forgotten, the claim is then given
+    // up (cleared): another gateway may take the device.
+    var after: [[UInt8]] = []
     for case .fleet(.claim(_, let payload)) in removed + bridge.tick(now: settled + 12) {
-      after.append(try OwnershipClaim(parsing: payload))
+      after.append(payload)
     }
-    #expect(after.last.map { !$0.connected } == true, "\(after)")
+    let first = try OwnershipClaim(parsing: try #require(after.first))
+    #expect(!first.connected, "\(after)")
+    #expect(after.last == [], "\(after)")
   }
 
   @Test func answeringForADeviceNoOneOwnsPublishesNoRetainedState() {
@@ -283,7 +288,7 @@ struct CentralBridgeOwnershipTests {
     // The connection drops: the device's retained state is forgotten (not re-published by
     // the reconnect), and nothing device-level goes out meanwhile.
     let lost = bridge.brokerLost()
-    #expect(lost.contains(.fleet(.forgetRetained(below: "gatt2mqtt/A4C1381E29DF/"))))
+    try expectForgotten(lost)
     let quiet =
       bridge.handle(.deviceUpdated(Fixture.advert(rssi: -40)), now: t0 + 11)
       + bridge.tick(now: t0 + 12)
@@ -313,5 +318,36 @@ struct CentralBridgeOwnershipTests {
       $0.request(.get(path), payload: [], now: t0 + 1)
     }
     #expect(published(answered).contains { $0.hasSuffix("/result") }, "\(published(answered))")
+  }
+
+  @Test(
+    "a device the owner forgets (unheard past forget_after) has its claim cleared: no claim stays retained for a device no gateway keeps"
+  )
+  func forgottenDeviceReleasesItsClaim() throws {
+    var bridge = bridge(policy: [])
+    let owned = try takeOwnership(&bridge)
+    var cleared = false
+    var now = owned
+    while !cleared, now < owned + 1_000 {
+      now += 10
+      for case .fleet(.claim(let topic, let payload)) in bridge.tick(now: now)
+      where topic.rawValue == "gatt2mqtt/A4C1381E29DF/owner" && payload.isEmpty {
+        cleared = true
+      }
+    }
+    #expect(cleared)
+    #expect(bridge.discovery.registry[sensor] == nil)
+    #expect(now - owned >= 900)  // not before it was forgotten
+  }
+
+  /// The device's retained topics are forgotten one by one (never all below
+  /// `gatt2mqtt/A4C1381E29DF/`, which could be another device's first levels).
+  func expectForgotten(_ outputs: [CentralBridge.Output]) throws {
+    for leaf in ["availability", "presence", "connection", "gatt"] {
+      let topic = try TopicName("gatt2mqtt/A4C1381E29DF/\(leaf)")
+      #expect(outputs.contains(.fleet(.forgetRetainedTopic(topic))))
+    }
+    #expect(outputs.contains(.fleet(.forgetRetained(below: "gatt2mqtt/A4C1381E29DF/gatt/"))))
+    #expect(!outputs.contains(.fleet(.forgetRetained(below: "gatt2mqtt/A4C1381E29DF/"))))
   }
 }

@@ -188,6 +188,13 @@ struct CentralBridgeTests {
       published(ready, battery).last?.contains(#""gatt2mqtt/A4C1381E29DF/gatt/180f/2a19""#) == true)
 
     let renamed = bridge.rename(sensor, to: try DeviceID(friendlyName: "kitchen/t"), now: t0 + 3)
+    // The old id's state is cleared, not forgotten by prefix: `gatt2mqtt/A4C1381E29DF/…` could
+    // be another device's levels.
+    #expect(
+      !renamed.contains {
+        if case .fleet(.forgetRetained) = $0 { true } else { false }
+      })
+    #expect(published(renamed, "gatt2mqtt/A4C1381E29DF/connection") == [""])
     // Cleared with the old topics, then made again with the new ones.
     #expect(published(renamed, battery).first == "")
     #expect(

@@ -204,6 +204,43 @@ struct MQTTSessionTests {
     #expect(session.takeEvents() == [.connected(sessionPresent: true, reconnect: true)])
   }
 
+  @Test(
+    "a retained clear made while disconnected survives the offline queue dropping it: sent at the reconnect, then forgotten"
+  )
+  func clearSurvivesOverflow() {
+    var transport = FakeTransport()
+    var session = Self.connected(Self.configuration(queue: 2), &transport)
+    session.execute(
+      .publish(MQTTMessage(topic: "dev/a", text: "on", qos: .atLeastOnce, retain: true), nil),
+      now: 1, on: &transport)
+    transport.linkUp = false
+    session.disconnected(MQTTError(.network, "The connection was lost."), now: 2)
+    session.execute(
+      .publish(MQTTMessage(topic: "dev/a", payload: [], qos: .atLeastOnce, retain: true), nil),
+      now: 3, on: &transport)
+    for index in 1...3 {
+      session.execute(.publish(Self.message("adv/\(index)"), nil), now: 3, on: &transport)
+    }
+    #expect(session.counters.dropped == 2)  // the clear among them
+    transport.linkUp = true
+    let before = transport.published.count
+    session.tick(now: 10, on: &transport)
+    session.connack(refusal: nil, sessionPresent: false, on: &transport)
+    let sent = transport.published.dropFirst(before)
+    #expect(sent.contains { $0.topic == "dev/a" && $0.payload.isEmpty && $0.retain })
+    #expect(!sent.contains { $0.topic == "dev/a" && !$0.payload.isEmpty })
+    #expect(!session.retainedTopics.contains("dev/a"))
+
+    // Once sent, it is not sent again at the next connection.
+    transport.linkUp = false
+    session.disconnected(MQTTError(.network, "The connection was lost."), now: 11)
+    transport.linkUp = true
+    let later = transport.published.count
+    session.tick(now: 20, on: &transport)
+    session.connack(refusal: nil, sessionPresent: false, on: &transport)
+    #expect(!transport.published.dropFirst(later).contains { $0.topic == "dev/a" })
+  }
+
   @Test("a QoS 1 message the library takes while the link is down is in flight; QoS 0 stays queued")
   func noConnection() {
     var transport = FakeTransport()

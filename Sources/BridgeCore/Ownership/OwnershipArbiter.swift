@@ -420,12 +420,22 @@ public struct OwnershipArbiter: Sendable {
   }
 
   /// Forgets the observations of devices the gateway no longer keeps (evicted, forgotten,
-  /// removed), and every entry left with nothing to say.
+  /// removed), and every entry left with nothing to say. A device it owns and no longer keeps
+  /// (not connected) is given up as after repeated failures: its claim is cleared at the next
+  /// ``tick(now:)``, so that no claim stays retained for a device no gateway keeps (phones
+  /// rotating their addresses would pile them up, and fill ``maximumDevices``).
   ///
   /// - Parameter keeps: Whether the gateway still keeps a device.
   public mutating func prune(keeping keeps: (BluetoothAddress) -> Bool) {
     for (address, device) in devices where device.lastSample != nil && !keeps(address) {
-      if !device.owned { forget(address) }
+      guard device.owned else {
+        forget(address)
+        continue
+      }
+      guard !device.connected else { continue }
+      devices[address]?.failures = configuration.giveUpAfter
+      devices[address]?.lastSample = nil
+      devices[address]?.rssi = nil
     }
   }
 

@@ -450,13 +450,23 @@ struct MQTTSession {
     flushPending(on: &transport)
   }
 
-  /// Keeps `message` as its topic's retained state; an empty retained payload clears it.
+  /// Keeps `message` as its topic's retained state; an empty retained payload clears it. A
+  /// clear made while disconnected is kept until it is handed over (``hand(_:on:)``): the
+  /// offline queue may drop its copy, and a clear lost is a stale retained message for good.
   private mutating func remember(_ message: MQTTMessage) {
-    if message.payload.isEmpty {
+    if message.payload.isEmpty && phase == .connected {
       retained[message.topic] = nil
     } else {
       retained[message.topic] = message
     }
+  }
+
+  /// A retained clear went to the library: no longer kept for the next connection (unless a
+  /// newer state replaced it meanwhile).
+  private mutating func handedOver(_ message: MQTTMessage) {
+    guard message.retain, message.payload.isEmpty, retained[message.topic]?.payload.isEmpty == true
+    else { return }
+    retained[message.topic] = nil
   }
 
   private mutating func sendSubscribe(
@@ -548,12 +558,14 @@ struct MQTTSession {
     switch transport.publish(out.message) {
     case .sent(let mid):
       track(out, mid: mid)
+      handedOver(out.message)
       return true
     case .noConnection(let mid):
       // libmosquitto still keeps a QoS ≥ 1 message and sends it after the reconnect: it is in
       // flight, not ours to queue again. QoS 0 stays with us.
       guard out.message.qos != .atMostOnce else { return false }
       track(out, mid: mid)
+      handedOver(out.message)
       return true
     case .refused(let error):
       logger.error(
