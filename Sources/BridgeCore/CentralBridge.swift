@@ -107,6 +107,14 @@ public struct CentralBridge: Sendable {
     let newDevice = arriving.map { discovery.registry[$0] != nil } ?? false
     outputs += connections(now: now, syncing: newDevice) { $0.handle(event, now: now) }
     outputs += forgetLinks(now: now)
+    // Every tree of a ready device reaches Home Assistant (the first comes with the state
+    // change to `ready`; a later one changes what differs).
+    if case .servicesResolved(let address, _) = event, discovery.homeAssistant != nil,
+      let gatt, gatt.state(of: address) == .ready, let tree = gatt.links[address]?.tree
+    {
+      outputs += discovery.gattResolved(address, tree: tree) { gatt.format(for: $0) }
+        .map(Output.discovery)
+    }
     guard ownership != nil else { return outputs }
     return ownedOnly(outputs) + arbitrate(event, now: now)
   }

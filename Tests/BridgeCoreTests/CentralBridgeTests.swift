@@ -209,6 +209,45 @@ struct CentralBridgeTests {
   }
 
   @Test(
+    "every tree of a ready device reaches Home Assistant: a battery that appears later gets its entity; one that goes has its entity and retained value cleared"
+  )
+  func laterTrees() throws {
+    var bridge = CentralBridge(
+      discovery: DiscoveryBridge(
+        topics: Fixture.topics,
+        configuration: .init(
+          devicesInterval: 0, homeAssistant: HomeAssistantDiscovery(topics: Fixture.topics))),
+      gatt: GATTBridge(
+        topics: Fixture.topics,
+        configuration: .init(
+          policy: ConnectionPolicy(addresses: [GATTHarness.sensor]), retryMinDelay: 30,
+          retainValues: true)))
+    let battery = "homeassistant/sensor/gatt2mqtt_A4C1381E29DF/battery_180f/config"
+    let value = "gatt2mqtt/A4C1381E29DF/gatt/180f/2a19"
+    let heartOnly = GATTTree(
+      services: GATTHarness.tree.services.filter { $0.uuid == GATTHarness.heartRate }, mtu: 23)
+    _ = bridge.handle(.deviceUpdated(Fixture.advert(rssi: -60)), now: t0)
+    _ = bridge.tick(now: t0)
+    _ = bridge.connections(now: t0 + 1) { $0.connectFinished(sensor, error: nil, now: t0 + 1) }
+    _ = bridge.handle(.connectionChanged(sensor, connected: true), now: t0 + 1)
+    let partial = bridge.handle(.servicesResolved(sensor, heartOnly), now: t0 + 2)
+    #expect(published(partial, battery).isEmpty)
+    let full = bridge.handle(.servicesResolved(sensor, GATTHarness.tree), now: t0 + 3)
+    #expect(published(full, battery).count == 1)
+    #expect(published(full, battery).first?.isEmpty == false)
+    // The same tree again changes nothing.
+    #expect(
+      published(bridge.handle(.servicesResolved(sensor, GATTHarness.tree), now: t0 + 4), battery)
+        .isEmpty)
+    _ = bridge.handle(
+      .notification(GATTHarness.id(GATTHarness.battery, GATTHarness.batteryLevel), [80]),
+      now: t0 + 5)
+    let smaller = bridge.handle(.servicesResolved(sensor, heartOnly), now: t0 + 6)
+    #expect(published(smaller, battery) == [""])
+    #expect(published(smaller, value) == [""])
+  }
+
+  @Test(
     "a full registry never evicts a device being connected; a device readmitted takes its link's state"
   )
   func fullRegistryAndLinks() throws {

@@ -115,7 +115,9 @@ struct HomeAssistantDiscoveryTests {
     #expect(again.allSatisfy { $0.1.contains(#""name":"Thermo","via_device""#) })
   }
 
-  @Test("a rename keeps the GATT configs tracked: forget still clears them")
+  @Test(
+    "a rename keeps the GATT configs tracked: the tree resolved again updates them to the new name, forget still clears them"
+  )
   func renameKeepsGATTConfigs() {
     var discovery = discovery(["*/fff0/fff1=button"])
     _ = discovery.observed(record(), decoded: nil)
@@ -128,7 +130,9 @@ struct HomeAssistantDiscoveryTests {
     ])
     #expect(discovery.resolved(record(), tree: tree) { _ in .hex }.count == 1)
     _ = discovery.observed(record(name: "Renamed"), decoded: nil)
-    #expect(discovery.resolved(record(name: "Renamed"), tree: tree) { _ in .hex }.isEmpty)
+    let updated = texts(discovery.resolved(record(name: "Renamed"), tree: tree) { _ in .hex })
+    #expect(updated.count == 1)
+    #expect(updated.first?.1.contains(#""name":"Renamed""#) == true)
     let cleared = texts(discovery.forget(Self.address)).map(\.0)
     #expect(
       cleared.contains("homeassistant/button/gatt2mqtt_A4C1381E29DF/control_fff0_fff1/config"))
@@ -230,8 +234,16 @@ struct HomeAssistantDiscoveryTests {
         #""payload_on":"{\"hex\":\"01\"}","payload_off":"{\"hex\":\"00\"}","optimistic":true"#))
     #expect(
       outputs[4].1.contains(#""command_template":"{{ {'utf8': value} | tojson }}","max":255"#))
-    // Once per device and run.
-    #expect(discovery.resolved(record(), tree: tree) { _ in .hex }.isEmpty)
+    // The same tree again: nothing that did not change.
+    #expect(
+      discovery.resolved(record(), tree: tree) {
+        $0.characteristic == BluetoothUUID(uuid16: 0x2A37) ? .decoded : .hex
+      }.isEmpty)
+    // A value format changed: that entity's config again, only it.
+    #expect(
+      texts(discovery.resolved(record(), tree: tree) { _ in .hex }).map(\.0) == [
+        "homeassistant/sensor/gatt2mqtt_A4C1381E29DF/heart_rate_180d/config"
+      ])
   }
 
   @Test("value formats a template cannot read get no SIG sensor")

@@ -63,7 +63,8 @@ public struct HomeAssistantDiscovery: Sendable {
     /// Every field name decoded so far (with an entity or not).
     var seen: Set<String> = []
     var linked = false
-    var resolved = false
+    /// The config topics made from the device's GATT tree (``resolved(_:tree:format:)``).
+    var gattTopics: Set<TopicName> = []
     /// Config topics in publication order, with their payloads.
     var configs: [(topic: TopicName, payload: [UInt8])] = []
   }
@@ -166,7 +167,7 @@ public struct HomeAssistantDiscovery: Sendable {
     if device.linked { outputs.append(add(connectionConfig(record, name), to: &device)) }
     // Configs from a resolved GATT tree stay tracked (so that forget clears them) under the
     // old name until the device's tree is resolved again.
-    device.resolved = old?.resolved ?? false
+    device.gattTopics = old?.gattTopics ?? []
     for config in old?.configs ?? []
     where !device.configs.contains(where: { $0.topic == config.topic }) {
       device.configs.append(config)
@@ -188,19 +189,20 @@ public struct HomeAssistantDiscovery: Sendable {
   }
 
   /// A connected device's GATT tree is known: entities for the SIG values it can read or
-  /// notify and for the controls configuration names.
+  /// notify and for the controls configuration names. Each tree after the first (BlueZ may
+  /// report a partial one first; a firmware update changes it) changes only what differs:
+  /// entities of characteristics that went are removed, new ones added, changed ones updated.
   ///
   /// - Parameters:
   ///   - record: The device.
   ///   - tree: Its GATT tree.
   ///   - format: The value format of each characteristic.
-  /// - Returns: The configs, once per device and run.
+  /// - Returns: The configs that changed, and the removals.
   public mutating func resolved(
     _ record: DeviceRecord, tree: GATTTree, format: (CharacteristicPath) -> ValueFormat
   ) -> [BridgeOutput] {
-    guard var device = devices[record.address], !device.resolved else { return [] }
-    device.resolved = true
-    var outputs: [BridgeOutput] = []
+    guard var device = devices[record.address] else { return [] }
+    var made: [(topic: TopicName, payload: [UInt8])] = []
     for service in tree.services {
       for characteristic in service.characteristics {
         let path = CharacteristicPath(
@@ -208,7 +210,7 @@ public struct HomeAssistantDiscovery: Sendable {
         if characteristic.canRead || characteristic.canNotify,
           let config = valueConfig(path, format(path), record, device.name)
         {
-          outputs.append(add(config, to: &device))
+          made.append(config)
         }
         let writable = characteristic.canWriteWithResponse || characteristic.canWriteWithoutResponse
         if writable,
@@ -218,10 +220,22 @@ public struct HomeAssistantDiscovery: Sendable {
               characteristic: characteristic.uuid)
           })?.value
         {
-          outputs.append(add(controlConfig(control, path, record, device.name), to: &device))
+          made.append(controlConfig(control, path, record, device.name))
         }
       }
     }
+    var outputs: [BridgeOutput] = []
+    let topicsNow = Set(made.map(\.topic))
+    for topic in device.gattTopics.sorted(by: { $0.rawValue < $1.rawValue })
+    where !topicsNow.contains(topic) {
+      device.configs.removeAll { $0.topic == topic }
+      outputs.append(.publish(topic: topic, payload: [], retain: true))
+    }
+    for config in made
+    where device.configs.first(where: { $0.topic == config.topic })?.payload != config.payload {
+      outputs.append(add(config, to: &device))
+    }
+    device.gattTopics = topicsNow
     devices[record.address] = device
     return outputs
   }
