@@ -16,6 +16,16 @@ struct CentralBridgeTests {
           policy: ConnectionPolicy(addresses: [GATTHarness.sensor]), retryMinDelay: 30)))
   }
 
+  /// The sensor heard at `t0`, connected by the policy at once and, with a tree, resolved at
+  /// `t0 + 1.5`.
+  func connectReady(_ bridge: inout CentralBridge, tree: GATTTree? = GATTHarness.tree) {
+    _ = bridge.handle(.deviceUpdated(Fixture.advert(rssi: -60)), now: t0)
+    _ = bridge.tick(now: t0)
+    _ = bridge.connections(now: t0 + 1) { $0.connectFinished(sensor, error: nil, now: t0 + 1) }
+    _ = bridge.handle(.connectionChanged(sensor, connected: true), now: t0 + 1)
+    if let tree { _ = bridge.handle(.servicesResolved(sensor, tree), now: t0 + 1.5) }
+  }
+
   /// The devices-list entry of the sensor in the last devices list among `outputs`.
   func listed(_ outputs: [CentralBridge.Output]) throws -> JSONValue? {
     let list = outputs.compactMap { output -> [UInt8]? in
@@ -88,11 +98,7 @@ struct CentralBridgeTests {
   )
   func stackChangesOfLinkedDevices() throws {
     var bridge = bridge()
-    _ = bridge.handle(.deviceUpdated(Fixture.advert(rssi: -60)), now: t0)
-    _ = bridge.tick(now: t0)
-    _ = bridge.connections(now: t0 + 1) { $0.connectFinished(sensor, error: nil, now: t0 + 1) }
-    _ = bridge.handle(.connectionChanged(sensor, connected: true), now: t0 + 1)
-    _ = bridge.handle(.servicesResolved(sensor, GATTHarness.tree), now: t0 + 1.5)
+    connectReady(&bridge)
     #expect(bridge.gatt?.state(of: sensor) == .ready)
 
     // The stack says connected again (a snapshot taken anew, another program's call): the
@@ -179,10 +185,7 @@ struct CentralBridgeTests {
           policy: ConnectionPolicy(addresses: [GATTHarness.sensor]), retryMinDelay: 30)))
     let battery = "homeassistant/sensor/gatt2mqtt_A4C1381E29DF/battery_180f/config"
     let connection = "homeassistant/sensor/gatt2mqtt_A4C1381E29DF/connection/config"
-    _ = bridge.handle(.deviceUpdated(Fixture.advert(rssi: -60)), now: t0)
-    _ = bridge.tick(now: t0)
-    _ = bridge.connections(now: t0 + 1) { $0.connectFinished(sensor, error: nil, now: t0 + 1) }
-    _ = bridge.handle(.connectionChanged(sensor, connected: true), now: t0 + 1)
+    connectReady(&bridge, tree: nil)
     let ready = bridge.handle(.servicesResolved(sensor, GATTHarness.tree), now: t0 + 2)
     #expect(
       published(ready, battery).last?.contains(#""gatt2mqtt/A4C1381E29DF/gatt/180f/2a19""#) == true)
@@ -226,10 +229,7 @@ struct CentralBridgeTests {
     let value = "gatt2mqtt/A4C1381E29DF/gatt/180f/2a19"
     let heartOnly = GATTTree(
       services: GATTHarness.tree.services.filter { $0.uuid == GATTHarness.heartRate }, mtu: 23)
-    _ = bridge.handle(.deviceUpdated(Fixture.advert(rssi: -60)), now: t0)
-    _ = bridge.tick(now: t0)
-    _ = bridge.connections(now: t0 + 1) { $0.connectFinished(sensor, error: nil, now: t0 + 1) }
-    _ = bridge.handle(.connectionChanged(sensor, connected: true), now: t0 + 1)
+    connectReady(&bridge, tree: nil)
     let partial = bridge.handle(.servicesResolved(sensor, heartOnly), now: t0 + 2)
     #expect(published(partial, battery).isEmpty)
     let full = bridge.handle(.servicesResolved(sensor, GATTHarness.tree), now: t0 + 3)
@@ -325,11 +325,7 @@ struct CentralBridgeTests {
   )
   func stackLostEndsStackConnections() throws {
     var bridge = bridge()
-    _ = bridge.handle(.deviceUpdated(Fixture.advert(rssi: -60)), now: t0)
-    _ = bridge.tick(now: t0)
-    _ = bridge.connections(now: t0 + 1) { $0.connectFinished(sensor, error: nil, now: t0 + 1) }
-    _ = bridge.handle(.connectionChanged(sensor, connected: true), now: t0 + 1)
-    _ = bridge.handle(.servicesResolved(sensor, GATTHarness.tree), now: t0 + 1.5)
+    connectReady(&bridge)
     let other = Fixture.address("A4:C1:38:00:00:09")
     _ = bridge.handle(.deviceUpdated(Fixture.advert("A4:C1:38:00:00:09", rssi: -70)), now: t0 + 2)
     _ = bridge.handle(.connectionChanged(other, connected: true), now: t0 + 2)
