@@ -16,6 +16,20 @@ struct CentralBridgeTests {
           policy: ConnectionPolicy(addresses: [GATTHarness.sensor]), retryMinDelay: 30)))
   }
 
+  /// A bridge with Home Assistant discovery that connects the sensor by policy.
+  func homeAssistantBridge(retainValues: Bool = false) -> CentralBridge {
+    CentralBridge(
+      discovery: DiscoveryBridge(
+        topics: Fixture.topics,
+        configuration: .init(
+          devicesInterval: 0, homeAssistant: HomeAssistantDiscovery(topics: Fixture.topics))),
+      gatt: GATTBridge(
+        topics: Fixture.topics,
+        configuration: .init(
+          policy: ConnectionPolicy(addresses: [GATTHarness.sensor]), retryMinDelay: 30,
+          retainValues: retainValues)))
+  }
+
   /// The sensor heard at `t0`, connected by the policy at once and, with a tree, resolved at
   /// `t0 + 1.5`.
   func connectReady(_ bridge: inout CentralBridge, tree: GATTTree? = GATTHarness.tree) {
@@ -174,15 +188,7 @@ struct CentralBridgeTests {
     "a rename keeps a device's Home Assistant entities: its connection entity when not connected, its GATT entities when ready, under the new id"
   )
   func renameKeepsHomeAssistantEntities() throws {
-    var bridge = CentralBridge(
-      discovery: DiscoveryBridge(
-        topics: Fixture.topics,
-        configuration: .init(
-          devicesInterval: 0, homeAssistant: HomeAssistantDiscovery(topics: Fixture.topics))),
-      gatt: GATTBridge(
-        topics: Fixture.topics,
-        configuration: .init(
-          policy: ConnectionPolicy(addresses: [GATTHarness.sensor]), retryMinDelay: 30)))
+    var bridge = homeAssistantBridge()
     let battery = "homeassistant/sensor/gatt2mqtt_A4C1381E29DF/battery_180f/config"
     let connection = "homeassistant/sensor/gatt2mqtt_A4C1381E29DF/connection/config"
     connectReady(&bridge, tree: nil)
@@ -215,16 +221,7 @@ struct CentralBridgeTests {
     "every tree of a ready device reaches Home Assistant: a battery that appears later gets its entity; one that goes has its entity and retained value cleared"
   )
   func laterTrees() throws {
-    var bridge = CentralBridge(
-      discovery: DiscoveryBridge(
-        topics: Fixture.topics,
-        configuration: .init(
-          devicesInterval: 0, homeAssistant: HomeAssistantDiscovery(topics: Fixture.topics))),
-      gatt: GATTBridge(
-        topics: Fixture.topics,
-        configuration: .init(
-          policy: ConnectionPolicy(addresses: [GATTHarness.sensor]), retryMinDelay: 30,
-          retainValues: true)))
+    var bridge = homeAssistantBridge(retainValues: true)
     let battery = "homeassistant/sensor/gatt2mqtt_A4C1381E29DF/battery_180f/config"
     let value = "gatt2mqtt/A4C1381E29DF/gatt/180f/2a19"
     let heartOnly = GATTTree(
