@@ -159,12 +159,41 @@ extension CentralBridge {
         data["problem"] = .string(problem)
         outputs.append(.discovery(event("ownership_claim_invalid", data)))
       case .resumed(let address):
+        outputs += heldClears
+        heldClears = []
         outputs += ownedOnly(discovery.deviceState(address).map(Output.discovery))
         outputs += ownedOnly((gatt?.currentState(address) ?? []).map(Output.gatt))
       }
     }
     return outputs
   }
+
+  /// ``ownedOnly(_:)``, keeping back the clears (empty retained payloads) of the devices this
+  /// gateway owns while the broker is away: a device forgotten meanwhile would otherwise keep
+  /// its retained state on the broker for good (nothing can clear it later). They go out when
+  /// the gateway's `online` state is back (``OwnershipArbiter/Output/resumed(_:)``), at most
+  /// ``heldClearLimit`` of them.
+  mutating func holdingClears(_ outputs: [Output]) -> [Output] {
+    if let ownership, ownership.isSuspended {
+      let topics = discovery.topics
+      for output in outputs {
+        switch output {
+        case .discovery(.publish(let name, let payload, true)),
+          .gatt(.publish(let name, let payload, true)):
+          guard payload.isEmpty, heldClears.count < Self.heldClearLimit,
+            let address = topics.deviceAddress(of: name) ?? namedAddress(of: name),
+            ownership.owns(address)
+          else { continue }
+          heldClears.append(output)
+        default: continue
+        }
+      }
+    }
+    return ownedOnly(outputs)
+  }
+
+  /// The most clears kept back while the broker is away.
+  static let heldClearLimit = 10_000
 
   /// The outputs without the device-level publications of devices this gateway does not own
   /// (none at all while the broker connection is down, ``brokerLost()``).

@@ -51,6 +51,9 @@ public struct CentralBridge: Sendable {
   var answering: BluetoothAddress?
   /// The devices with friendly names, by name (for the owner filter).
   var addressesByName: [String: BluetoothAddress] = [:]
+  /// Clears of owned devices' retained topics made while the broker was away (fleet
+  /// ownership suspended), published when it is back (``holdingClears(_:)``).
+  var heldClears: [Output] = []
 
   /// Makes a bridge from its two halves.
   ///
@@ -116,7 +119,7 @@ public struct CentralBridge: Sendable {
         .map(Output.discovery)
     }
     guard ownership != nil else { return outputs }
-    return ownedOnly(outputs) + arbitrate(event, now: now)
+    return holdingClears(outputs) + arbitrate(event, now: now)
   }
 
   /// The address of an advertisement event.
@@ -158,7 +161,7 @@ public struct CentralBridge: Sendable {
     let registry = discovery.registry
     ownership?.prune { registry[$0] != nil }
     let decided = ownership?.tick(now: now) ?? []
-    return ownedOnly(outputs) + apply(decided, now: now)
+    return holdingClears(outputs) + apply(decided, now: now)
   }
 
   /// Runs one step of the discovery half (a `scan` or `device/remove` request).
@@ -169,7 +172,7 @@ public struct CentralBridge: Sendable {
     _ step: (inout DiscoveryBridge) -> ([BridgeOutput], Result)
   ) -> ([Output], Result) {
     let (outputs, result) = step(&discovery)
-    return (ownedOnly(outputs.map(Output.discovery)), result)
+    return (holdingClears(outputs.map(Output.discovery)), result)
   }
 
   /// Runs a `device/remove` request: the discovery half forgets the device and asks the stack
@@ -222,7 +225,7 @@ public struct CentralBridge: Sendable {
     // Every link state change publishes the retained `<dev>/connection`.
     if produced.contains(where: \.isRetainedPublication) { outputs += syncLinkStates(now: now) }
     guard ownership != nil else { return (outputs, result) }
-    return (ownedOnly(outputs) + apply(pendingOwnership(), now: now), result)
+    return (holdingClears(outputs) + apply(pendingOwnership(), now: now), result)
   }
 
   /// Runs one step of the connection half that has no result.
@@ -239,7 +242,8 @@ public struct CentralBridge: Sendable {
     var outputs = connections(now: now) { (step(&$0), ()) }?.0 ?? []
     if syncing {
       let synced = syncLinkStates(now: now)
-      outputs += ownership == nil ? synced : ownedOnly(synced) + apply(pendingOwnership(), now: now)
+      outputs +=
+        ownership == nil ? synced : holdingClears(synced) + apply(pendingOwnership(), now: now)
     }
     return outputs
   }

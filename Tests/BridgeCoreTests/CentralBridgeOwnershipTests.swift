@@ -303,6 +303,27 @@ struct CentralBridgeOwnershipTests {
     #expect(bridge.ownership?.owns(sensor) == true)
   }
 
+  @Test(
+    "a device forgotten while the broker is away: its retained state is cleared when the gateway is back, not left for good"
+  )
+  func clearsMadeWhileTheBrokerIsAwayGoOutAfter() throws {
+    var bridge = bridge(policy: [])
+    let owned = try takeOwnership(&bridge)
+    _ = bridge.brokerLost()
+    // Unheard past forget_after while the broker is away: forgotten, nothing goes out.
+    let quiet = bridge.tick(now: owned + 1_000)
+    #expect(bridge.discovery.registry[sensor] == nil)
+    #expect(!published(quiet).contains { $0.contains("A4C1381E29DF") }, "\(published(quiet))")
+    let back = bridge.fleetMessage(
+      .state(GatewayID("pi")), payload: own.statePayload(online: true), now: owned + 1_001)
+    var cleared: [String] = []
+    for case .discovery(.publish(let topic, let payload, true)) in back where payload.isEmpty {
+      cleared.append(topic.rawValue)
+    }
+    #expect(cleared.contains("gatt2mqtt/A4C1381E29DF/availability"), "\(published(back))")
+    #expect(cleared.contains("gatt2mqtt/A4C1381E29DF/presence"), "\(published(back))")
+  }
+
   @Test func requestsAboutADeviceNoOneOwnsAreAnsweredByTheLowestOnlineGateway() {
     var bridge = bridge()  // pi and hall online: hall < pi, so hall answers
     let path = CharacteristicPath(
