@@ -137,6 +137,7 @@ extension CentralBridge {
       case .publish(let topic, let payload):
         outputs.append(.fleet(.claim(topic: topic, payload: payload)))
       case .gained(let address, let from, let reason):
+        heldClears.removeAll { $0.address == address }  // its state is published below
         discovery.setOwner(address, topics.gateway)
         var data = eventData(address)
         data["from"] = from.map { .string($0.rawValue) } ?? .null
@@ -145,6 +146,7 @@ extension CentralBridge {
         outputs += ownedOnly(discovery.deviceState(address).map(Output.discovery))
         outputs += connections(now: now) { $0.setOwned(address, true, now: now) }
       case .lost(let address, let to, let reason):
+        heldClears.removeAll { $0.address == address }  // the new owner's state stands
         discovery.setOwner(address, to)
         var data = eventData(address)
         data["to"] = to.map { .string($0.rawValue) } ?? .null
@@ -159,7 +161,9 @@ extension CentralBridge {
         data["problem"] = .string(problem)
         outputs.append(.discovery(event("ownership_claim_invalid", data)))
       case .resumed(let address):
-        outputs += heldClears
+        // Only for devices still ours (the others' new owners' state must stand), before
+        // their state is published again.
+        outputs += heldClears.filter { ownership?.owns($0.address) == true }.map(\.output)
         heldClears = []
         outputs += ownedOnly(discovery.deviceState(address).map(Output.discovery))
         outputs += ownedOnly((gatt?.currentState(address) ?? []).map(Output.gatt))
@@ -171,8 +175,9 @@ extension CentralBridge {
   /// ``ownedOnly(_:)``, keeping back the clears (empty retained payloads) of the devices this
   /// gateway owns while the broker is away: a device forgotten meanwhile would otherwise keep
   /// its retained state on the broker for good (nothing can clear it later). They go out when
-  /// the gateway's `online` state is back (``OwnershipArbiter/Output/resumed(_:)``), at most
-  /// ``heldClearLimit`` of them.
+  /// the gateway's `online` state is back (``OwnershipArbiter/Output/resumed(_:)``) for the
+  /// devices it still owns; a device lost or gained meanwhile has its held clears dropped (its
+  /// new owner's state, or ours published again, must stand). At most ``heldClearLimit``.
   mutating func holdingClears(_ outputs: [Output]) -> [Output] {
     if let ownership, ownership.isSuspended {
       let topics = discovery.topics
@@ -184,7 +189,7 @@ extension CentralBridge {
             let address = topics.deviceAddress(of: name) ?? namedAddress(of: name),
             ownership.owns(address)
           else { continue }
-          heldClears.append(output)
+          heldClears.append((address, output))
         default: continue
         }
       }

@@ -32,7 +32,7 @@ public struct CentralBridge: Sendable {
     /// gateway may have claimed the device meanwhile).
     case claim(topic: TopicName, payload: [UInt8])
     /// Stop re-publishing after reconnects the retained topics that start with the prefix
-    /// (`<base>/<dev>/` of a device another gateway now owns).
+    /// (`<base>/<dev>/gatt/`, the values of a device another gateway now owns).
     case forgetRetained(below: String)
     /// Stop re-publishing one retained topic after reconnects (a device's Home Assistant
     /// config).
@@ -53,7 +53,7 @@ public struct CentralBridge: Sendable {
   var addressesByName: [String: BluetoothAddress] = [:]
   /// Clears of owned devices' retained topics made while the broker was away (fleet
   /// ownership suspended), published when it is back (``holdingClears(_:)``).
-  var heldClears: [Output] = []
+  var heldClears: [(address: BluetoothAddress, output: Output)] = []
 
   /// Makes a bridge from its two halves.
   ///

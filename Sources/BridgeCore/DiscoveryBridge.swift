@@ -291,10 +291,10 @@ public struct DiscoveryBridge: Sendable {
   /// it would let a place full of phones fill the registry (see
   /// ``BluetoothAddress/isPrivateRandom``). Public and static addresses come back: they stay
   /// until ``DeviceRegistry/offlineAfter`` and ``DeviceRegistry/forgetAfter`` say otherwise.
-  /// Connected devices are never forgotten here.
+  /// Connected devices, and devices being connected, are never forgotten here.
   private mutating func removed(_ address: BluetoothAddress) -> [BridgeOutput] {
     guard let record = registry[address], record.addressType == .random,
-      address.isPrivateRandom, !record.connection.isConnected
+      address.isPrivateRandom, !record.connection.isLive
     else { return [] }
     return forget(address)
   }
@@ -497,11 +497,13 @@ public struct DiscoveryBridge: Sendable {
   }
 
   /// The stack went away, and every link with it: devices it said were connected are not any
-  /// more (a new stack reports only devices, not the links the old one had). A device the
-  /// connection half links takes its link's state right after (``CentralBridge``).
+  /// more (a new stack reports only devices, not the links the old one had). Only the states
+  /// the stack wrote (`connected`; a link's state at rest is `discovering` or `ready`, never
+  /// `connected`): a linked device's record is its link's to change (``CentralBridge``), so
+  /// that the change reaches fleet ownership too.
   private mutating func stackLost(now: Double) -> [BridgeOutput] {
     var outputs: [BridgeOutput] = []
-    for record in registry.records where record.connection.isConnected {
+    for record in registry.records where record.connection == .connected {
       _ = registry.setConnection(record.address, .disconnected, now: now)
       devicesChanged = true
       let reading = presence.setConnected(record.address, false, now: now)

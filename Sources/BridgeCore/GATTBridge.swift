@@ -310,7 +310,8 @@ public struct GATTBridge: Sendable {
 
   /// The discovery half forgot a device (unheard for `devices.forget_after`, evicted, removed
   /// by the stack): its link goes too when it is not live, the configuration does not name
-  /// the device by address and no `device/connect` asked for it, with its retained
+  /// the device by address, no `device/connect` asked for it and no operation on it is under
+  /// way, with its retained
   /// `connection` and `gatt` cleared. A name or UUID rule matching a rotating address would
   /// otherwise leave a link, and retained topics, behind for every address it ever matched.
   ///
@@ -318,7 +319,9 @@ public struct GATTBridge: Sendable {
   /// - Returns: What to publish; nothing when the link stays or there is none.
   public mutating func forgotten(_ address: BluetoothAddress) -> [GATTOutput] {
     guard let link = links[address], !link.state.isLive, link.request == nil,
-      !configuration.policy.addresses.contains(address)
+      !configuration.policy.addresses.contains(address),
+      // An operation's outcome still to come would publish for a link that is gone.
+      !running.values.contains(where: { $0.operation.characteristic.address == address })
     else { return [] }
     links[address] = nil
     linkByID[link.id] = nil

@@ -324,6 +324,87 @@ struct CentralBridgeOwnershipTests {
     #expect(cleared.contains("gatt2mqtt/A4C1381E29DF/presence"), "\(published(back))")
   }
 
+  @Test(
+    "the stack lost under a connected owned device: the claim stops saying connected, so another gateway may take it over"
+  )
+  func stackLostReachesTheClaim() throws {
+    var bridge = bridge()
+    var (linked, up) = link(&bridge, owned: try takeOwnership(&bridge))
+    linked += bridge.handle(.servicesResolved(sensor, GATTHarness.tree), now: up)
+    for second in 1..<4 { linked += bridge.tick(now: up + Double(second)) }
+    var claims: [OwnershipClaim] = []
+    for case .fleet(.claim(_, let payload)) in linked where !payload.isEmpty {
+      claims.append(try OwnershipClaim(parsing: payload))
+    }
+    #expect(claims.last?.connected == true)
+    var after = bridge.handle(.stackLost, now: up + 5)
+    for second in 6..<9 { after += bridge.tick(now: up + Double(second)) }
+    var later: [OwnershipClaim] = []
+    for case .fleet(.claim(_, let payload)) in after where !payload.isEmpty {
+      later.append(try OwnershipClaim(parsing: payload))
+    }
+    #expect(later.last.map { !$0.connected } == true, "\(later)")
+  }
+
+  @Test(
+    "clears held while the broker is away are dropped for a device another gateway took meanwhile: its new owner's state stands"
+  )
+  func heldClearsOfALostDevice() throws {
+    var bridge = bridge(policy: [])
+    let owned = try takeOwnership(&bridge)
+    // A second device owned, heard all along: its resumption sends the held clears.
+    let other = GATTHarness.actuator
+    var claimPayload: [UInt8]?
+    var now = owned
+    while claimPayload == nil, now < owned + 15 {
+      let outputs =
+        bridge.handle(.deviceUpdated(Fixture.advert("A4:C1:38:00:00:02", rssi: -45)), now: now)
+        + bridge.tick(now: now)
+      for case .fleet(.claim(let topic, let payload)) in outputs
+      where topic.rawValue.contains("A4C138000002") {
+        claimPayload = payload
+      }
+      now += 1
+    }
+    _ = bridge.fleetMessage(.owner(other), payload: try #require(claimPayload), now: now)
+    #expect(bridge.ownership?.owns(other) == true)
+    _ = bridge.brokerLost()
+    // The sensor unheard past forget_after (the other device still heard): its clears held.
+    for step in stride(from: 10.0, through: 1_000, by: 10) {
+      _ = bridge.handle(
+        .deviceUpdated(Fixture.advert("A4:C1:38:00:00:02", rssi: -45)), now: owned + step)
+      _ = bridge.tick(now: owned + step)
+    }
+    #expect(bridge.discovery.registry[sensor] == nil)
+    // hall's claim arrives before our online state is back: the device is lost.
+    let lost = bridge.fleetMessage(
+      .owner(sensor), payload: claim("hall", "hall1", reason: "owner_offline"),
+      now: owned + 1_001)
+    #expect(try events(lost).contains { $0["type"] == "ownership_lost" })
+    let back = bridge.fleetMessage(
+      .state(GatewayID("pi")), payload: own.statePayload(online: true), now: owned + 1_002)
+    #expect(published(back).contains("gatt2mqtt/A4C138000002/availability"))  // resumed
+    #expect(!published(back).contains { $0.hasPrefix("gatt2mqtt/A4C1381E29DF/") })
+  }
+
+  @Test(
+    "a device forgotten while owned and heard again before the next decision keeps its claim"
+  )
+  func forgottenThenHeardAgainKeepsItsClaim() throws {
+    var bridge = bridge(policy: [])
+    let owned = try takeOwnership(&bridge)
+    _ = bridge.brokerLost()
+    _ = bridge.tick(now: owned + 1_000)  // forgotten while nothing can be decided
+    _ = bridge.handle(.deviceUpdated(Fixture.advert(rssi: -45)), now: owned + 1_001)
+    var outputs = bridge.fleetMessage(
+      .state(GatewayID("pi")), payload: own.statePayload(online: true), now: owned + 1_002)
+    outputs += bridge.tick(now: owned + 1_003)
+    var cleared = false
+    for case .fleet(.claim(_, let payload)) in outputs where payload.isEmpty { cleared = true }
+    #expect(!cleared)
+    #expect(bridge.ownership?.owns(sensor) == true)
+  }
+
   @Test func requestsAboutADeviceNoOneOwnsAreAnsweredByTheLowestOnlineGateway() {
     var bridge = bridge()  // pi and hall online: hall < pi, so hall answers
     let path = CharacteristicPath(

@@ -239,6 +239,19 @@ struct MQTTSessionTests {
     session.tick(now: 20, on: &transport)
     session.connack(refusal: nil, sessionPresent: false, on: &transport)
     #expect(!transport.published.dropFirst(later).contains { $0.topic == "dev/a" })
+
+    // A clear of a topic without a state here adds nothing to the table while disconnected
+    // (phones rotating their addresses during an outage would grow it without end).
+    transport.linkUp = false
+    session.disconnected(MQTTError(.network, "The connection was lost."), now: 21)
+    let tableSize = session.retainedTopics.count
+    for index in 1...100 {
+      session.execute(
+        .publish(
+          MQTTMessage(topic: "gone/\(index)", payload: [], qos: .atLeastOnce, retain: true), nil),
+        now: 22, on: &transport)
+    }
+    #expect(session.retainedTopics.count == tableSize)
   }
 
   @Test("a QoS 1 message the library takes while the link is down is in flight; QoS 0 stays queued")

@@ -61,7 +61,7 @@ public final class ChildProcess: @unchecked Sendable {
     let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
     while ContinuousClock.now < deadline {
       if !isRunning { return exitStatus }
-      try? await Task.sleep(for: .milliseconds(10))
+      do { try await Task.sleep(for: .milliseconds(10)) } catch { break }  // cancelled
     }
     return isRunning ? nil : exitStatus
   }

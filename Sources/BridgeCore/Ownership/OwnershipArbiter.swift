@@ -131,6 +131,9 @@ public struct OwnershipArbiter: Sendable {
     /// A claim of ours on its way to the broker and back.
     var claimSent: Double?
     var owned = false
+    /// The gateway forgot the device while owning it (``prune(keeping:)``): its claim is given
+    /// up at the next decision unless it is heard (or connected) again first.
+    var forgotten = false
     /// The last valid owner seen other than this gateway (named in `gained` events).
     var formerOwner: GatewayID?
     /// What our last published claim said, and when its RSSI was last updated.
@@ -395,6 +398,7 @@ public struct OwnershipArbiter: Sendable {
       device.rssi = sample
     }
     device.lastSample = now
+    device.forgotten = false
     device.wantsConnection = wantsConnection
     devices[address] = device
     return decide(address, now: now)
@@ -413,7 +417,10 @@ public struct OwnershipArbiter: Sendable {
   ) -> [Output] {
     guard var device = devices[address] else { return [] }
     device.connected = connected
-    if connected { device.failures = 0 }
+    if connected {
+      device.failures = 0
+      device.forgotten = false
+    }
     if failed { device.failures += 1 }
     devices[address] = device
     return decide(address, now: now)
@@ -433,7 +440,7 @@ public struct OwnershipArbiter: Sendable {
         continue
       }
       guard !device.connected else { continue }
-      devices[address]?.failures = configuration.giveUpAfter
+      devices[address]?.forgotten = true
       devices[address]?.lastSample = nil
       devices[address]?.rssi = nil
     }
@@ -524,8 +531,9 @@ public struct OwnershipArbiter: Sendable {
     let hearing = hears(device, now: now)
     if device.owned {
       device.challengeSince = nil
-      if device.failures >= configuration.giveUpAfter, !device.connected {
+      if device.failures >= configuration.giveUpAfter || device.forgotten, !device.connected {
         device.failures = 0
+        device.forgotten = false
         device.cooldownUntil = now + configuration.cooldown
         device.published = nil
         return [.publish(topic: topics.owner(DeviceID(address: address)), payload: [])]

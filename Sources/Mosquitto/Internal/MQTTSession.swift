@@ -451,10 +451,13 @@ struct MQTTSession {
   }
 
   /// Keeps `message` as its topic's retained state; an empty retained payload clears it. A
-  /// clear made while disconnected is kept until it is handed over (``hand(_:on:)``): the
-  /// offline queue may drop its copy, and a clear lost is a stale retained message for good.
+  /// clear made while disconnected, of a topic that has a state here, takes that state's place
+  /// until it is handed over (``hand(_:on:)``): the offline queue may drop its copy, and a
+  /// clear lost is a stale retained message for good. The table never grows by clears.
   private mutating func remember(_ message: MQTTMessage) {
-    if message.payload.isEmpty && phase == .connected {
+    if !message.payload.isEmpty {
+      retained[message.topic] = message
+    } else if phase == .connected || retained[message.topic] == nil {
       retained[message.topic] = nil
     } else {
       retained[message.topic] = message
