@@ -140,10 +140,6 @@ extension GATTBridge {
       outputs += linkUp(address, now: now)
       link = links[address] ?? link
     }
-    // Retained values of characteristics the new tree no longer has are cleared.
-    if configuration.retainValues, let old = link.tree {
-      outputs += clearValues(link.id, of: old, notIn: tree)
-    }
     link.tree = tree
     link.state = .ready
     link.since = now

@@ -337,28 +337,11 @@ public struct GATTBridge: Sendable {
       .publish(topic: topics.gatt(id), payload: [], retain: true),
     ]
     guard configuration.retainValues, let tree else { return outputs }
-    return outputs + clearValues(id, of: tree, notIn: nil)
-  }
-
-  /// Empty retained payloads for the values of `tree`'s characteristics that `kept` does not
-  /// have (all of them for `nil`).
-  func clearValues(_ id: DeviceID, of tree: GATTTree, notIn kept: GATTTree?) -> [GATTOutput] {
-    var keep: Set<CharacteristicPath> = []
-    for service in kept?.services ?? [] {
-      for characteristic in service.characteristics {
-        keep.insert(
-          CharacteristicPath(device: id, service: service.uuid, characteristic: characteristic.uuid)
-        )
-      }
-    }
-    var outputs: [GATTOutput] = []
     for service in tree.services {
       for characteristic in service.characteristics {
         let path = CharacteristicPath(
           device: id, service: service.uuid, characteristic: characteristic.uuid)
-        if !keep.contains(path) {
-          outputs.append(.publish(topic: topics.value(path), payload: [], retain: true))
-        }
+        outputs.append(.publish(topic: topics.value(path), payload: [], retain: true))
       }
     }
     return outputs

@@ -189,15 +189,17 @@ public struct HomeAssistantDiscovery: Sendable {
   }
 
   /// A connected device's GATT tree is known: entities for the SIG values it can read or
-  /// notify and for the controls configuration names. Each tree after the first (BlueZ may
-  /// report a partial one first; a firmware update changes it) changes only what differs:
-  /// entities of characteristics that went are removed, new ones added, changed ones updated.
+  /// notify and for the controls configuration names. Each tree after the first adds what is
+  /// new and updates what changed, and removes nothing: BlueZ reports a tree while it is still
+  /// exporting its objects (a partial one first, at every connection), and removing an entity
+  /// would lose what the user set on it in Home Assistant. Entities of characteristics a
+  /// firmware update removed stay until the device is forgotten.
   ///
   /// - Parameters:
   ///   - record: The device.
   ///   - tree: Its GATT tree.
   ///   - format: The value format of each characteristic.
-  /// - Returns: The configs that changed, and the removals.
+  /// - Returns: The configs that are new or changed.
   public mutating func resolved(
     _ record: DeviceRecord, tree: GATTTree, format: (CharacteristicPath) -> ValueFormat
   ) -> [BridgeOutput] {
@@ -225,17 +227,11 @@ public struct HomeAssistantDiscovery: Sendable {
       }
     }
     var outputs: [BridgeOutput] = []
-    let topicsNow = Set(made.map(\.topic))
-    for topic in device.gattTopics.sorted(by: { $0.rawValue < $1.rawValue })
-    where !topicsNow.contains(topic) {
-      device.configs.removeAll { $0.topic == topic }
-      outputs.append(.publish(topic: topic, payload: [], retain: true))
-    }
     for config in made
     where device.configs.first(where: { $0.topic == config.topic })?.payload != config.payload {
       outputs.append(add(config, to: &device))
     }
-    device.gattTopics = topicsNow
+    device.gattTopics.formUnion(made.map(\.topic))
     devices[record.address] = device
     return outputs
   }
