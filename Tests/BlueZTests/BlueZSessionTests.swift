@@ -244,6 +244,8 @@ private actor Stall: BlueZSessionClient {
   nonisolated let armed = Mutex(false)
 
   func session(_ event: BlueZSessionEvent) async throws {
+    // Not an assertion: the stalling client ignores every event but the first signal after it
+    // is armed (what the test checks is the other clients' mirror).
     guard case .signal = event, armed.withLock({ $0 }) else { return }
     armed.withLock { $0 = false }
     try await Task.sleep(for: .milliseconds(300))

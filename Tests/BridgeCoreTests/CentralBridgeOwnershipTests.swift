@@ -59,19 +59,25 @@ struct CentralBridgeOwnershipTests {
   /// the claim back as the broker does: pi owns the sensor.
   ///
   /// - Returns: When it owns it.
-  func takeOwnership(_ bridge: inout CentralBridge, from start: Double = 0, rssi: Int = -45) throws
-    -> Double
-  {
+  func takeOwnership(
+    _ bridge: inout CentralBridge, of device: String = "A4:C1:38:1E:29:DF", from start: Double = 0,
+    rssi: Int = -45
+  ) throws -> Double {
+    let address = Fixture.address(device)
+    let topic = "gatt2mqtt/\(DeviceID(address: address).rawValue)/owner"
     var claimPayload: [UInt8]?
     var now = t0 + start
     while claimPayload == nil, now < t0 + start + 15 {
       let outputs =
-        bridge.handle(.deviceUpdated(Fixture.advert(rssi: rssi)), now: now) + bridge.tick(now: now)
-      for case .fleet(.claim(_, let payload)) in outputs { claimPayload = payload }
+        bridge.handle(.deviceUpdated(Fixture.advert(device, rssi: rssi)), now: now)
+        + bridge.tick(now: now)
+      for case .fleet(.claim(let claimed, let payload)) in outputs where claimed.rawValue == topic {
+        claimPayload = payload
+      }
       now += 1
     }
-    _ = bridge.fleetMessage(.owner(sensor), payload: try #require(claimPayload), now: now)
-    #expect(bridge.ownership?.owns(sensor) == true)
+    _ = bridge.fleetMessage(.owner(address), payload: try #require(claimPayload), now: now)
+    #expect(bridge.ownership?.owns(address) == true)
     return now
   }
 
@@ -353,21 +359,7 @@ struct CentralBridgeOwnershipTests {
     var bridge = bridge(policy: [])
     let owned = try takeOwnership(&bridge)
     // A second device owned, heard all along: its resumption sends the held clears.
-    let other = GATTHarness.actuator
-    var claimPayload: [UInt8]?
-    var now = owned
-    while claimPayload == nil, now < owned + 15 {
-      let outputs =
-        bridge.handle(.deviceUpdated(Fixture.advert("A4:C1:38:00:00:02", rssi: -45)), now: now)
-        + bridge.tick(now: now)
-      for case .fleet(.claim(let topic, let payload)) in outputs
-      where topic.rawValue.contains("A4C138000002") {
-        claimPayload = payload
-      }
-      now += 1
-    }
-    _ = bridge.fleetMessage(.owner(other), payload: try #require(claimPayload), now: now)
-    #expect(bridge.ownership?.owns(other) == true)
+    _ = try takeOwnership(&bridge, of: "A4:C1:38:00:00:02", from: owned - t0)
     _ = bridge.brokerLost()
     // The sensor unheard past forget_after (the other device still heard): its clears held.
     for step in stride(from: 10.0, through: 1_000, by: 10) {
