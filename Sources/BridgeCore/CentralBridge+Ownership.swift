@@ -218,6 +218,13 @@ extension CentralBridge {
           ?? discovery.homeAssistant?.deviceAddress(ofConfig: topic)
       else { return true }
       if ownership.isSuspended { return false }
+      // What an earlier run of this gateway left for a device it forgot that no gateway owns
+      // now: no one else would ever clear it.
+      if retained, restored.contains(address), discovery.registry[address] == nil,
+        ownership.owner(of: address) == nil, output.isClear
+      {
+        return true
+      }
       // Answering for a device no one owns: replies and results, never retained state.
       return ownership.owns(address) || (address == answering && !retained)
     }
@@ -320,6 +327,15 @@ extension CentralBridge {
 }
 
 extension CentralBridge.Output {
+  /// Whether this clears a retained message (an empty retained publication).
+  var isClear: Bool {
+    switch self {
+    case .discovery(.publish(_, let payload, true)), .gatt(.publish(_, let payload, true)):
+      payload.isEmpty
+    default: false
+    }
+  }
+
   /// Whether this publishes to MQTT (a publication or an MQTT 5 reply).
   var isPublication: Bool {
     switch self {

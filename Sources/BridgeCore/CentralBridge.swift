@@ -54,6 +54,8 @@ public struct CentralBridge: Sendable {
   /// Clears of owned devices' retained topics made while the broker was away (fleet
   /// ownership suspended), published when it is back (``holdingClears(_:)``).
   var heldClears: [(address: BluetoothAddress, output: Output)] = []
+  /// The devices taken back from an earlier run's devices list (``restore(previous:now:)``).
+  var restored: Set<BluetoothAddress> = []
 
   /// Makes a bridge from its two halves.
   ///
@@ -162,6 +164,34 @@ public struct CentralBridge: Sendable {
     ownership?.prune { registry[$0] != nil }
     let decided = ownership?.tick(now: now) ?? []
     return holdingClears(outputs) + apply(decided, now: now)
+  }
+
+  /// Takes back the devices an earlier run of this gateway published, from the devices list it
+  /// left retained (``DiscoveryBridge/restore(previous:now:)``), so that what it left for them
+  /// is cleared when they are forgotten. With fleet ownership the entries it owned: when no
+  /// gateway owns such a device by the time it is forgotten, this one clears its topics.
+  ///
+  /// - Parameters:
+  ///   - payload: The retained devices list.
+  ///   - now: The time.
+  /// - Returns: What to do, and the devices restored (to look for their leftovers).
+  public mutating func restore(previous payload: [UInt8], now: Double) -> (
+    outputs: [Output], restored: [DiscoveryBridge.RestoredDevice]
+  ) {
+    let (outputs, devices) = discovery.restore(previous: payload, now: now)
+    restored.formUnion(devices.map(\.address))
+    return (holdingClears(outputs.map(Output.discovery)), devices)
+  }
+
+  /// A retained topic an earlier run left for a restored device
+  /// (``DiscoveryBridge/leftover(_:topic:)``).
+  ///
+  /// - Parameters:
+  ///   - address: The device.
+  ///   - topic: The retained topic.
+  /// - Returns: What to do.
+  public mutating func leftover(_ address: BluetoothAddress, topic: TopicName) -> [Output] {
+    holdingClears(discovery.leftover(address, topic: topic).map(Output.discovery))
   }
 
   /// Runs one step of the discovery half (a `scan` or `device/remove` request).

@@ -126,6 +126,23 @@ public struct DeviceRegistry: Sendable {
       record: record, isNew: true, cameOnline: true, listChanged: true, evicted: evicted)
   }
 
+  /// Takes back a device an earlier run of the gateway knew (its retained devices list), so
+  /// that it goes offline and is forgotten on the usual schedule, counted from `record`'s
+  /// ``DeviceRecord/lastSeen``. Nothing is evicted for it: a device already known, or one
+  /// that finds the registry full, is not taken; its id comes from ``naming``.
+  ///
+  /// - Parameter record: The device as the earlier run left it.
+  /// - Returns: The record taken, or `nil` when it was not.
+  public mutating func restore(_ record: DeviceRecord) -> DeviceRecord? {
+    guard byAddress[record.address] == nil, byAddress.count < capacity else { return nil }
+    var record = record
+    record.id = naming.id(for: record.address)
+    guard addressesByID[record.id] == nil else { return nil }
+    byAddress[record.address] = record
+    addressesByID[record.id] = record.address
+    return record
+  }
+
   /// Updates a known device's record from its advertisement.
   ///
   /// - Returns: Whether it came back online, and whether what the devices list shows changed.

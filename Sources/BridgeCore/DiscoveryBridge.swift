@@ -95,7 +95,7 @@ public struct DiscoveryBridge: Sendable {
   /// The adapters.
   public private(set) var adapters: AdapterTracker
   /// The devices.
-  public private(set) var registry: DeviceRegistry
+  public internal(set) var registry: DeviceRegistry
   /// The presence judgements.
   public private(set) var presence: PresenceEstimator
   /// The advertisement rate limiter.
@@ -125,13 +125,16 @@ public struct DiscoveryBridge: Sendable {
   public let configuredNames: [BluetoothAddress: DeviceID]
   /// With fleet ownership, each device's owner for the devices list; `nil` without.
   var owners: [BluetoothAddress: GatewayID]?
-  private var devicesChanged = true
+  var devicesChanged = true
   private var devicesPublished: Double?
   /// Whether ``forgotten`` collects the devices forgotten (``CentralBridge`` drains it, so that
   /// its connection half forgets them too); off for a bridge used alone.
   var tracksForgotten = false
   /// The devices forgotten (expired, evicted, removed) since it was last drained.
   var forgotten: [BluetoothAddress] = []
+  /// The devices restored from an earlier run's devices list, with what it left for them
+  /// (``restore(previous:now:)``).
+  var leftovers: [BluetoothAddress: Leftovers] = [:]
 
   /// Makes a bridge that knows no adapter or device yet.
   ///
@@ -203,6 +206,15 @@ public struct DiscoveryBridge: Sendable {
     for record in expiry.wentOffline {
       outputs.append(
         .publish(topics.availability(record.id), record.availabilityJSON, retain: true))
+      // Unheard since a restart (restored, no presence track): its retained presence is the
+      // earlier run's.
+      if presence.state(of: record.address) == nil, leftovers[record.address] != nil {
+        let away = PresenceEstimator.Reading(state: .away, rssi: nil, lastSeen: record.lastSeen)
+        outputs.append(
+          .publish(
+            topics.presence(record.id),
+            away.json(gateway: topics.gateway, wallClockOffset: wallClockOffset), retain: true))
+      }
     }
     for record in expiry.forgotten { outputs += forgetOutputs(record) }
     if !expiry.wentOffline.isEmpty || !expiry.forgotten.isEmpty { devicesChanged = true }
@@ -539,6 +551,6 @@ public struct DiscoveryBridge: Sendable {
     return configs + [
       .publish(topic: topics.availability(record.id), payload: [], retain: true),
       .publish(topic: topics.presence(record.id), payload: [], retain: true),
-    ]
+    ] + leftoverClears(record)
   }
 }

@@ -27,7 +27,7 @@ public final class GatewayService: Service, Sendable {
   private let publishedStackVersion = Mutex<String?>(nil)
   /// The service manager's notification socket.
   let notifier: SystemdNotifier
-  private let configuration: GatewayConfiguration
+  let configuration: GatewayConfiguration
   let logger: Logger
   private let started = ContinuousClock.now
   private let startedAt = Date()
@@ -43,6 +43,8 @@ public final class GatewayService: Service, Sendable {
   private let duplicatesChangedSink: AsyncStream<Void>.Continuation
   /// The fleet's messages that arrived before the gateway started acting; `nil` from then on.
   private let standbyFleet = Mutex<HeldFleetMessages?>(HeldFleetMessages())
+  /// The devices list an earlier run left retained (``restorePreviousDevices()``).
+  let previousDevices = PreviousDevicesList()
   /// `peripheral/start|stop` requests waiting for ``servePeripheralCommands()``.
   private let peripheralCommandStream: AsyncStream<PeripheralCommand>
   private let peripheralCommands: AsyncStream<PeripheralCommand>.Continuation
@@ -301,9 +303,11 @@ public final class GatewayService: Service, Sendable {
       }
       held = nil
     }
+    subscribeToPreviousDevices()  // before the central role's first devices list
     await withTaskGroup(of: Void.self) { group in
       group.addTask { await self.subscribeToRequests() }
       group.addTask { await self.publishHealth() }
+      group.addTask { await self.restorePreviousDevices() }
       if let centralRole = self.centralRole {
         group.addTask { await centralRole.run() }
       }
@@ -596,6 +600,11 @@ public final class GatewayService: Service, Sendable {
       observeOwnState(incoming)
       return
     }
+    if incoming.topic == topics.bridgeDevices.rawValue {
+      takePreviousDevices(incoming)
+      return
+    }
+    if centralRole?.takeLeftover(incoming) == true { return }
     // Standing by, nothing else is this run's to serve: the other run answers (a persistent
     // session, `mqtt.clean_session: false`, may still deliver requests; the web page too).
     guard duplicates.withLock({ $0.acting }) else {

@@ -1,0 +1,148 @@
+import BridgeCore
+import Foundation
+import Mosquitto
+import SimulatedRadio
+import TestSupport
+import Testing
+
+/// A gateway restarted (same `gateway.id`, same broker): what the earlier run left retained for
+/// a device that is not heard again is cleared on schedule, and nothing of a device that is.
+@Suite("Restart", .serialized)
+struct RestartTests {
+  static let first = """
+    advertising_interval: 0.2
+    devices:
+      - kind: beacon
+        name: sim-stays
+      - kind: battery
+        name: sim-gone
+    """
+  /// The same world without `sim-gone` (same seed: `sim-stays` keeps its address).
+  static let second = """
+    advertising_interval: 0.2
+    devices:
+      - kind: beacon
+        name: sim-stays
+    """
+
+  @Test(
+    "the earlier run's device that is not heard again: its availability, presence, connection, GATT tree, values and Home Assistant configs are cleared"
+  )
+  func unheardDeviceIsCleared() async throws {
+    let names = try SimulatedRadio(world: try SimulatedWorld.parse(yaml: Self.first))
+      .addressesByName
+    let gone = DeviceID(address: try #require(names["sim-gone"])).rawValue
+    let stays = DeviceID(address: try #require(names["sim-stays"])).rawValue
+    let later = try SimulatedRadio(world: try SimulatedWorld.parse(yaml: Self.second))
+      .addressesByName
+    try #require(later["sim-stays"] == names["sim-stays"], "the worlds share sim-stays")
+    try #require(!later.values.contains(try #require(names["sim-gone"])))
+
+    let broker = try Broker()
+    try await broker.start()
+    let directory = broker.directory
+    func world(_ yaml: String, _ name: String) throws -> String {
+      let path = directory.appendingPathComponent(name).path
+      try yaml.write(toFile: path, atomically: true, encoding: .utf8)
+      return path
+    }
+    let common = [
+      "--homeassistant.enabled", "true", "--mqtt.retain_values", "true",
+      "--bluetooth.connect.names", "sim-gone",
+    ]
+    let id = "restart\(UInt16.random(in: 0...UInt16.max))"
+    let run1 = try GatewayProcess(
+      broker: broker, id: id,
+      extra: ["--radio", "simulated", "--world", try world(Self.first, "first.yaml")] + common)
+    let (observer, seen) = try await observe(broker, "#")
+    @Sendable func retained(_ topic: String) async -> MQTTMessage? {
+      guard let (client, collector) = try? await observe(broker, topic) else { return nil }
+      _ = await eventually(timeout: 2) { !collector.messages.isEmpty }
+      await client.shutdown()
+      return collector.messages.first { $0.retain && !$0.payload.isEmpty }
+    }
+    @Sendable func retainedTopics(below filter: String) async -> Set<String> {
+      guard let (client, collector) = try? await observe(broker, filter) else { return [] }
+      try? await Task.sleep(for: .seconds(1))
+      await client.shutdown()
+      return Set(collector.messages.filter { $0.retain && !$0.payload.isEmpty }.map(\.topic))
+    }
+    // The first run connects sim-gone, reads its tree and a value, makes its entities.
+    #expect(
+      await eventually(timeout: 20) {
+        seen.messages.contains {
+          $0.topic == "gatt2mqtt/\(gone)/connection"
+            && (try? JSONValue.parse($0.payload))?["state"] == "ready"
+        }
+      }, "log: \(run1.log)")
+    try await observer.publish(
+      MQTTMessage(
+        topic: "gatt2mqtt/\(gone)/gatt/180f/2a19/get", text: "", qos: .atLeastOnce,
+        retain: false))
+    let goneTopics = [
+      "gatt2mqtt/\(gone)/availability", "gatt2mqtt/\(gone)/presence",
+      "gatt2mqtt/\(gone)/connection", "gatt2mqtt/\(gone)/gatt",
+      "gatt2mqtt/\(gone)/gatt/180f/2a19",
+    ]
+    for topic in goneTopics {
+      #expect(await eventually { await retained(topic) != nil }, "\(topic) after the first run")
+    }
+    let configs = await retainedTopics(below: "homeassistant/+/gatt2mqtt_\(gone)/+/config")
+    #expect(configs.count >= 3, "\(configs)")
+    // Its devices list names both devices.
+    #expect(
+      await eventually {
+        let list = await retained("gatt2mqtt/bridge/\(id)/devices")
+        let ids = (list.flatMap { try? JSONValue.parse($0.payload) }?.arrayValue ?? []).compactMap {
+          $0["id"]?.stringValue
+        }
+        return ids.contains(gone) && ids.contains(stays)
+      })
+
+    run1.child.signal(SIGTERM)
+    _ = await run1.child.wait(timeout: 10)
+
+    // The second run does not hear sim-gone: forgotten 4 s after the first run last saw it.
+    let run2 = try GatewayProcess(
+      broker: broker, id: id,
+      extra: [
+        "--radio", "simulated", "--world", try world(Self.second, "second.yaml"),
+        "--bluetooth.offline_after", "2", "--bluetooth.forget_after", "4",
+      ] + common)
+    #expect(
+      await eventually(timeout: 15) {
+        seen.messages.contains {
+          $0.topic == "gatt2mqtt/bridge/\(id)/event"
+            && (try? JSONValue.parse($0.payload))?["type"] == "devices_restored"
+        }
+      }, "log: \(run2.log)")
+    let restored = seen.messages.last {
+      $0.topic == "gatt2mqtt/bridge/\(id)/event"
+        && (try? JSONValue.parse($0.payload))?["type"] == "devices_restored"
+    }
+    // sim-gone, and sim-stays when the list came back before sim-stays was heard.
+    let count = restored.flatMap { try? JSONValue.parse($0.payload) }?["data"]?["devices"]
+    #expect(count == 1 || count == 2, "\(String(describing: count))")
+    for topic in goneTopics {
+      #expect(await eventually(timeout: 15) { await retained(topic) == nil }, "\(topic)")
+    }
+    #expect(
+      await eventually(timeout: 15) {
+        await retainedTopics(below: "homeassistant/+/gatt2mqtt_\(gone)/+/config").isEmpty
+      })
+    // The device that is still heard keeps its state; the list no longer names sim-gone.
+    #expect(await retained("gatt2mqtt/\(stays)/availability") != nil)
+    #expect(
+      !(await retainedTopics(below: "homeassistant/+/gatt2mqtt_\(stays)/+/config").isEmpty))
+    #expect(
+      await eventually {
+        let list = await retained("gatt2mqtt/bridge/\(id)/devices")
+        let ids = (list.flatMap { try? JSONValue.parse($0.payload) }?.arrayValue ?? []).compactMap {
+          $0["id"]?.stringValue
+        }
+        return ids.contains(stays) && !ids.contains(gone)
+      })
+    #expect(run2.child.isRunning)
+    await observer.shutdown()
+  }
+}
