@@ -9,7 +9,13 @@ extension GatewayService {
   /// Takes the first retained `<base>/bridge/<gw>/devices` the broker hands back: the list an
   /// earlier run of this gateway left (its own publications arrive unretained).
   func takePreviousDevices(_ message: MQTTMessage) {
-    guard message.retain, message.discarded == nil else { return }
+    guard message.retain else { return }
+    if let reason = message.discarded {
+      logger.warning(
+        "the devices list an earlier run left was dropped (\(reason)): its devices are not restored, and what it published for devices not heard again stays retained",
+        metadata: ["mqtt.topic": "\(message.topic)"])
+      return
+    }
     previousDevices.offer(message.payload)
   }
 
