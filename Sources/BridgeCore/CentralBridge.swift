@@ -194,6 +194,23 @@ public struct CentralBridge: Sendable {
     holdingClears(discovery.leftover(address, topic: topic).map(Output.discovery))
   }
 
+  /// A central subscribed to this gateway's transfer characteristic, or unsubscribed
+  /// (``DiscoveryBridge/peripheralCentral(_:_:now:)``): the peripheral role's centrals are in
+  /// the one device registry too.
+  ///
+  /// - Parameters:
+  ///   - address: The central.
+  ///   - subscriber: Its subscription, or `nil` when it unsubscribed.
+  ///   - now: The time.
+  /// - Returns: What to do.
+  public mutating func peripheralCentral(
+    _ address: BluetoothAddress, _ subscriber: DeviceRecord.Subscriber?, now: Double
+  ) -> [Output] {
+    var outputs = discovery.peripheralCentral(address, subscriber, now: now).map(Output.discovery)
+    outputs += forgetLinks(now: now)
+    return ownership == nil ? outputs : holdingClears(outputs)
+  }
+
   /// Runs one step of the discovery half (a `scan` or `device/remove` request).
   ///
   /// - Parameter step: What to do with the discovery half; returns its outputs and a result.

@@ -18,6 +18,24 @@ public struct DeviceRecord: Sendable, Hashable {
   public var connection: ConnectionState
   /// Whether the device counts as reachable (`<base>/<dev>/availability`).
   public var online: Bool
+  /// Set while the device is a central subscribed to this gateway's transfer characteristic
+  /// (the peripheral role); such a device is never offline, forgotten or evicted.
+  public var subscriber: Subscriber?
+
+  /// A central subscribed to the gateway's transfer characteristic.
+  public struct Subscriber: Sendable, Hashable {
+    /// Its ATT MTU, when the stack told it.
+    public var mtu: Int?
+
+    /// Makes a subscriber.
+    ///
+    /// - Parameter mtu: Its ATT MTU, when known.
+    public init(mtu: Int?) { self.mtu = mtu }
+  }
+
+  /// Whether the device is connected, being connected or subscribed to the gateway's
+  /// peripheral: never offline, forgotten or evicted.
+  public var isLive: Bool { connection.isLive || subscriber != nil }
 
   /// Makes a record.
   ///
@@ -55,6 +73,7 @@ public struct DeviceRecord: Sendable, Hashable {
   /// The device's entry in `<base>/bridge/<gw>/devices`:
   /// `{"id":"A4C1381E29DF","address":"A4:C1:38:1E:29:DF","addr_type":"public","name":"Thermo",
   /// "rssi":-71,"connection":"disconnected","availability":"online","owner":"pi","last_seen":…}`;
+  /// `"subscriber":{"mtu":185}` for a central subscribed to the gateway's peripheral;
   /// `name` and `rssi` are left out when unknown, `name_hex` added as in
   /// ``Advertisement/json(gateway:time:)``, `last_seen` in milliseconds since the Unix epoch.
   ///
@@ -77,6 +96,11 @@ public struct DeviceRecord: Sendable, Hashable {
     if let rssi { object["rssi"] = .integer(Int64(rssi)) }
     object["connection"] = .string(connection.rawValue)
     object["availability"] = .string(online ? "online" : "offline")
+    if let subscriber {
+      var member: JSONObject = [:]
+      if let mtu = subscriber.mtu { member["mtu"] = .integer(Int64(mtu)) }
+      object["subscriber"] = .object(member)
+    }
     object["owner"] = .string(owner.rawValue)
     object["last_seen"] = .integer(Timestamps.milliseconds(lastSeen + wallClockOffset))
     return .object(object)

@@ -188,9 +188,10 @@ public struct DeviceRegistry: Sendable {
   public mutating func expire(now: Double) -> Expiry {
     var wentOffline: [DeviceRecord] = []
     var forgotten: [BluetoothAddress] = []
-    for (address, record) in byAddress where !record.connection.isConnected {
+    for (address, record) in byAddress
+    where !record.connection.isConnected && record.subscriber == nil {
       let unseen = now - record.lastSeen
-      if unseen >= forgetAfter, !record.connection.isLive {
+      if unseen >= forgetAfter, !record.isLive {
         forgotten.append(address)
       } else if record.online, unseen >= offlineAfter {
         byAddress[address]?.online = false
@@ -201,6 +202,50 @@ public struct DeviceRegistry: Sendable {
     return Expiry(
       wentOffline: wentOffline.sorted { $0.id < $1.id }, forgotten: removed.sorted { $0.id < $1.id }
     )
+  }
+
+  /// A central subscribed to the gateway's transfer characteristic, or unsubscribed (the
+  /// peripheral role): it is admitted when new (evicting as ``observe(_:now:)`` does), online,
+  /// and seen now.
+  ///
+  /// - Parameters:
+  ///   - address: The central's address.
+  ///   - subscriber: Its subscription, or `nil` when it unsubscribed.
+  ///   - now: The time.
+  /// - Returns: The record before (`nil` when new) and after, and the device evicted for it;
+  ///   `nil` when a new central could not be admitted, or an unknown one unsubscribed.
+  public mutating func setSubscriber(
+    _ address: BluetoothAddress, _ subscriber: DeviceRecord.Subscriber?, now: Double
+  ) -> (before: DeviceRecord?, after: DeviceRecord, evicted: DeviceRecord?)? {
+    if var record = byAddress[address] {
+      let before = record
+      record.subscriber = subscriber
+      record.lastSeen = max(record.lastSeen, now)
+      record.online = true
+      byAddress[address] = record
+      return (before, record, nil)
+    }
+    guard subscriber != nil else { return nil }
+    var evicted: DeviceRecord?
+    if byAddress.count >= capacity {
+      guard let victim = evictionCandidate() else {
+        refusals += 1
+        return nil
+      }
+      evicted = remove(victim)
+      evictions += 1
+    }
+    let id = naming.id(for: address)
+    guard addressesByID[id] == nil else { return nil }
+    // The stack does not say the type; centrals (phones) connect from resolvable private
+    // addresses (`01` in the top bits).
+    var record = DeviceRecord(
+      id: id, address: address, addressType: address.value >> 46 == 0b01 ? .random : .public,
+      name: nil, rssi: nil, firstSeen: now, lastSeen: now)
+    record.subscriber = subscriber
+    byAddress[address] = record
+    addressesByID[id] = address
+    return (nil, record, evicted)
   }
 
   /// Gives a device another id (a `device/rename`): its record, when it has one, and the id it
@@ -275,7 +320,7 @@ public struct DeviceRegistry: Sendable {
   /// The address of the device seen longest ago that is not connected (ties: lowest address).
   private func evictionCandidate() -> BluetoothAddress? {
     var best: DeviceRecord?
-    for record in byAddress.values where !record.connection.isLive {
+    for record in byAddress.values where !record.isLive {
       if let current = best,
         (current.lastSeen, current.address) <= (record.lastSeen, record.address)
       {

@@ -306,7 +306,7 @@ public struct DiscoveryBridge: Sendable {
   /// Connected devices, and devices being connected, are never forgotten here.
   private mutating func removed(_ address: BluetoothAddress) -> [BridgeOutput] {
     guard let record = registry[address], record.addressType == .random,
-      address.isPrivateRandom, !record.connection.isLive
+      address.isPrivateRandom, !record.isLive
     else { return [] }
     return forget(address)
   }
@@ -332,6 +332,33 @@ public struct DiscoveryBridge: Sendable {
     guard record.connection.isConnected != state.isConnected else { return outputs }
     let reading = presence.setConnected(address, state.isConnected, now: now)
     return outputs + presenceOutputs(address, reading)
+  }
+
+  /// A central subscribed to the gateway's transfer characteristic, or unsubscribed (the
+  /// peripheral role, ``PeripheralEvent``): the one device registry holds it too, admitted when
+  /// new, with `"subscriber":{"mtu":…}` in the devices list while subscribed; a subscriber is
+  /// online and never offline, forgotten or evicted. Its connection state stays the stack's
+  /// to write.
+  ///
+  /// - Parameters:
+  ///   - address: The central's address.
+  ///   - subscriber: Its subscription, or `nil` when it unsubscribed.
+  ///   - now: The time.
+  /// - Returns: What to publish: its availability when it came online, the clears of a device
+  ///   evicted for it.
+  public mutating func peripheralCentral(
+    _ address: BluetoothAddress, _ subscriber: DeviceRecord.Subscriber?, now: Double
+  ) -> [BridgeOutput] {
+    guard registry[address]?.subscriber != subscriber,
+      let change = registry.setSubscriber(address, subscriber, now: now)
+    else { return [] }
+    devicesChanged = true
+    var outputs = change.evicted.map { forgetOutputs($0) } ?? []
+    if change.before?.online != true {
+      outputs.append(
+        .publish(topics.availability(change.after.id), change.after.availabilityJSON, retain: true))
+    }
+    return outputs
   }
 
   /// A connected device's GATT tree is known: its Home Assistant value and control entities

@@ -160,12 +160,17 @@ public final class GatewayService: Service, Sendable {
         localName: p.localName.isEmpty ? nil : p.localName, adapter: p.adapter,
         requireEncryption: p.requireEncryption,
         allowedCentrals: Set(p.allow.compactMap { try? BluetoothAddress($0) }))
+      var centralObserver: (@Sendable (PeripheralEvent) -> Void)?
+      if let role = centralRole {
+        centralObserver = { event in role.peripheralEvent(event) }
+      }
       peripheralRole = PeripheralRoleService(
         peripheral: peripheral,
         bridge: PeripheralBridge(
           topics: topics, service: definition, maxTextBytes: p.maxTextBytes),
         definition: definition, startAtLaunch: p.enabled, chunkInterval: p.chunkInterval,
-        client: client, clock: clock, logger: logger)
+        client: client, clock: clock,
+        observer: centralObserver, logger: logger)
     } else {
       peripheralRole = nil
     }

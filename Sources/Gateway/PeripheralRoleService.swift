@@ -18,6 +18,7 @@ public final class PeripheralRoleService: Sendable {
   private let driver: BridgeDriver<PeripheralBridge>
   private let definition: PeripheralService
   private let logger: Logger
+  private let observer: (@Sendable (PeripheralEvent) -> Void)?
   private let interval: Double
   private let startAtLaunch: Bool
   private let wake: AsyncStream<Void>
@@ -33,13 +34,16 @@ public final class PeripheralRoleService: Sendable {
   ///   - chunkInterval: Seconds per notification sent without back-pressure.
   ///   - client: Where publications go.
   ///   - clock: The clock the bridge runs on.
+  ///   - observer: Told every event of the peripheral after the bridge (the central role keeps
+  ///     the centrals in its device registry), if anyone.
   ///   - logger: Where failures are logged.
   public init(
     peripheral: any BLEPeripheral, bridge: PeripheralBridge, definition: PeripheralService,
     startAtLaunch: Bool, chunkInterval: Double, client: MQTTClient, clock: BridgeClock = .system,
-    logger: Logger
+    observer: (@Sendable (PeripheralEvent) -> Void)? = nil, logger: Logger
   ) {
     self.peripheral = peripheral
+    self.observer = observer
     driver = BridgeDriver(
       bridge: bridge, clock: clock, client: client, qos: .atLeastOnce, logger: logger)
     self.definition = definition
@@ -144,6 +148,7 @@ public final class PeripheralRoleService: Sendable {
     for await event in peripheral.peripheralEvents() {
       if Task.isCancelled { return }
       driver.feed { bridge, now in bridge.handle(event, now: now) }
+      observer?(event)
       wakeSink.yield()
     }
   }

@@ -576,6 +576,18 @@ struct SimulatedGatewayTests {
         ).count == 2
       }, "\(events("written").map { $0["text"]?.stringValue ?? "" })")
     #expect(events("subscribed").count == 2)
+    // The centrals are in the one device registry: the devices list names them as subscribers.
+    let centrals = Set(events("subscribed").compactMap { $0["central"]?.stringValue })
+    #expect(
+      await eventually {
+        let list = seen.messages.last { $0.topic == "gatt2mqtt/bridge/\(id)/devices" }.flatMap {
+          try? JSONValue.parse($0.payload)
+        }
+        let subscribers = (list?.arrayValue ?? []).filter { $0["subscriber"] != nil }.compactMap {
+          $0["address"]?.stringValue
+        }
+        return centrals.count == 2 && Set(subscribers) == centrals
+      }, "\(centrals)")
     // P6: a new text while subscribed goes to every central, complete.
     try await publisher.publish(MQTTMessage(topic: textTopic, text: "hello ✓", qos: .atLeastOnce))
     let short = "received 9 bytes in 1 chunks, largest 9, mtu 23: hello ✓"
