@@ -165,6 +165,21 @@ extension CentralBridge {
         // their state is published again.
         outputs += heldClears.filter { ownership?.owns($0.address) == true }.map(\.output)
         heldClears = []
+        if heldClearsDropped > 0 {
+          // Said once: those topics stay retained until their devices are heard and forgotten
+          // again.
+          outputs.append(
+            .discovery(
+              event(
+                "retained_clears_dropped",
+                [
+                  "count": .integer(Int64(heldClearsDropped)),
+                  "message": .string(
+                    "more than \(heldClearLimit) retained topics were to be cleared while the broker was away; these were not"
+                  ),
+                ])))
+          heldClearsDropped = 0
+        }
         outputs += ownedOnly(discovery.deviceState(address).map(Output.discovery))
         outputs += ownedOnly((gatt?.currentState(address) ?? []).map(Output.gatt))
       }
@@ -177,7 +192,9 @@ extension CentralBridge {
   /// its retained state on the broker for good (nothing can clear it later). They go out when
   /// the gateway's `online` state is back (``OwnershipArbiter/Output/resumed(_:)``) for the
   /// devices it still owns; a device lost or gained meanwhile has its held clears dropped (its
-  /// new owner's state, or ours published again, must stand). At most ``heldClearLimit``.
+  /// new owner's state, or ours published again, must stand). At most ``heldClearLimit``; the
+  /// clears past it are counted and said in a `retained_clears_dropped` event when the
+  /// gateway resumes.
   mutating func holdingClears(_ outputs: [Output]) -> [Output] {
     if let ownership, ownership.isSuspended {
       let topics = discovery.topics
@@ -185,10 +202,14 @@ extension CentralBridge {
         switch output {
         case .discovery(.publish(let name, let payload, true)),
           .gatt(.publish(let name, let payload, true)):
-          guard payload.isEmpty, heldClears.count < Self.heldClearLimit,
+          guard payload.isEmpty,
             let address = topics.deviceAddress(of: name) ?? namedAddress(of: name),
             ownership.owns(address)
           else { continue }
+          guard heldClears.count < heldClearLimit else {
+            heldClearsDropped += 1
+            continue
+          }
           heldClears.append((address, output))
         default: continue
         }
@@ -196,9 +217,6 @@ extension CentralBridge {
     }
     return ownedOnly(outputs)
   }
-
-  /// The most clears kept back while the broker is away.
-  static let heldClearLimit = 10_000
 
   /// The outputs without the device-level publications of devices this gateway does not own
   /// (none at all while the broker connection is down, ``brokerLost()``).

@@ -54,6 +54,10 @@ public struct CentralBridge: Sendable {
   /// Clears of owned devices' retained topics made while the broker was away (fleet
   /// ownership suspended), published when it is back (``holdingClears(_:)``).
   var heldClears: [(address: BluetoothAddress, output: Output)] = []
+  /// Clears past ``heldClearLimit`` since the broker went away.
+  var heldClearsDropped = 0
+  /// The most clears kept back while the broker is away.
+  var heldClearLimit = 10_000
   /// The devices taken back from an earlier run's devices list (``restore(previous:now:)``).
   var restored: Set<BluetoothAddress> = []
 

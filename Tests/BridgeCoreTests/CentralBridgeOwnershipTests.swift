@@ -1,5 +1,6 @@
-import BridgeCore
 import Testing
+
+@testable import BridgeCore
 
 @Suite("Central bridge with fleet ownership: the device plane is the owner's alone")
 struct CentralBridgeOwnershipTests {
@@ -350,6 +351,23 @@ struct CentralBridgeOwnershipTests {
       later.append(try OwnershipClaim(parsing: payload))
     }
     #expect(later.last.map { !$0.connected } == true, "\(later)")
+  }
+
+  @Test("clears past the limit held while the broker is away are counted and said when it is back")
+  func heldClearsPastTheLimitAreSaid() throws {
+    var bridge = bridge(policy: [])
+    bridge.heldClearLimit = 1
+    let owned = try takeOwnership(&bridge)
+    _ = bridge.brokerLost()
+    _ = bridge.tick(now: owned + 1_000)  // forgotten: availability and presence to clear
+    let back = bridge.fleetMessage(
+      .state(GatewayID("pi")), payload: own.statePayload(online: true), now: owned + 1_001)
+    let dropped = try events(back).filter { $0["type"] == "retained_clears_dropped" }
+    #expect(dropped.count == 1)
+    #expect(dropped.first?["data"]?["count"] == 1)
+    let again = bridge.fleetMessage(
+      .state(GatewayID("pi")), payload: own.statePayload(online: true), now: owned + 1_002)
+    #expect(try events(again).filter { $0["type"] == "retained_clears_dropped" }.isEmpty)
   }
 
   @Test(
