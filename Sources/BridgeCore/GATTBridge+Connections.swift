@@ -100,7 +100,12 @@ extension GATTBridge {
   public mutating func connectFinished(
     _ address: BluetoothAddress, error: CentralError?, now: Double
   ) -> [GATTOutput] {
-    guard var link = links[address] else { return [] }
+    guard var link = links[address] else {
+      // The link was torn down while the attempt ran, then dropped (its device forgotten):
+      // the connection this gateway made is no one's to keep; left up, it would hold a
+      // controller slot and the device for good.
+      return error == nil ? [.disconnect(address)] : []
+    }
     guard let error else {
       var outputs = linkUp(address, now: now)
       if links[address]?.wants == false || stopping { outputs += teardown(address, now: now) }

@@ -161,6 +161,25 @@ struct GATTBridgeConnectionTests {
     #expect(h.outputs.connects.count == 3)
   }
 
+  @Test(
+    "a connection that comes up after its link was torn down and dropped is disconnected, not left open"
+  )
+  func lateConnectionOfADroppedLink() throws {
+    var h = GATTHarness(.init(policy: ConnectionPolicy(names: [try NamePattern("Thermo")])))
+    h.bridge.requireOwnership()
+    h.record(h.bridge.setOwned(H.sensor, true, now: h.now))
+    h.event(.deviceUpdated(Fixture.advert(rssi: -50)))
+    if h.outputs.connects.isEmpty { h.tick() }
+    #expect(h.outputs.connects == [H.sensor])
+    h.record(h.bridge.setOwned(H.sensor, false, now: h.now))  // lost while connecting
+    #expect(h.bridge.state(of: H.sensor) == .disconnected)
+    h.record(h.bridge.forgotten(H.sensor))  // then forgotten: the link goes
+    #expect(h.bridge.state(of: H.sensor) == nil)
+    let late = h.connected(H.sensor)
+    #expect(late.disconnects == [H.sensor])
+    #expect(h.connected(H.sensor, error: CentralError(.timeout, message: "late")).isEmpty)
+  }
+
   @Test("connection requests for devices never seen, and malformed ones, are reported")
   func badConnectionRequests() {
     var h = harness([])
