@@ -163,7 +163,10 @@ extension CentralBridge {
       case .resumed(let address):
         // Only for devices still ours (the others' new owners' state must stand), before
         // their state is published again.
-        outputs += heldClears.filter { ownership?.owns($0.address) == true }.map(\.output)
+        outputs += heldClears.filter { held in
+          ownership?.owns(held.address) == true
+            || (restored.contains(held.address) && ownership?.owner(of: held.address) == nil)
+        }.map(\.output)
         heldClears = []
         if heldClearsDropped > 0 {
           // Said once: those topics stay retained until their devices are heard and forgotten
@@ -204,7 +207,7 @@ extension CentralBridge {
           .gatt(.publish(let name, let payload, true)):
           guard payload.isEmpty,
             let address = topics.deviceAddress(of: name) ?? namedAddress(of: name),
-            ownership.owns(address)
+            ownership.owns(address) || restored.contains(address)
           else { continue }
           guard heldClears.count < heldClearLimit else {
             heldClearsDropped += 1
@@ -238,9 +241,7 @@ extension CentralBridge {
       if ownership.isSuspended { return false }
       // What an earlier run of this gateway left for a device it forgot that no gateway owns
       // now: no one else would ever clear it.
-      if retained, restored.contains(address), discovery.registry[address] == nil,
-        ownership.owner(of: address) == nil, output.isClear
-      {
+      if retained, output.isClear, restored.contains(address), ownership.owner(of: address) == nil {
         return true
       }
       // Answering for a device no one owns: replies and results, never retained state.

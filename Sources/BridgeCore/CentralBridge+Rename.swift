@@ -40,6 +40,15 @@ extension CentralBridge {
       return [.discovery(event("device_rename_refused", data))]
     }
     outputs += connections(now: now) { $0.rename(address, to: id) }
+    // Without a link, a restored device's `connection` and `gatt` are the earlier run's: the
+    // connection half has nothing to move or clear.
+    if let old, old != id, discovery.registry[address]?.restored == true,
+      gatt?.links[address] == nil
+    {
+      outputs += [discovery.topics.connection(old), discovery.topics.gatt(old)].map {
+        .discovery(.publish(topic: $0, payload: [], retain: true))
+      }
+    }
     // Home Assistant's GATT entities of a ready device, under the new id (the discovery half
     // made its configs afresh).
     if let gatt, gatt.state(of: address) == .ready, let tree = gatt.links[address]?.tree {

@@ -143,7 +143,17 @@ public struct CentralBridge: Sendable {
     guard !discovery.forgotten.isEmpty else { return [] }
     let gone = discovery.forgotten
     discovery.forgotten.removeAll()
-    return connections(now: now) { gatt in gone.flatMap { gatt.forgotten($0) } }
+    var outputs = connections(now: now) { gatt in gone.flatMap { gatt.forgotten($0) } }
+    // A restored device's `connection` and `gatt` are the earlier run's unless this run has
+    // a link for it (then they are this run's, cleared with the link).
+    for address in gone where restored.contains(address) && gatt?.links[address] == nil {
+      guard let id = gatt?.name(of: address) else { continue }
+      let clears = [discovery.topics.connection(id), discovery.topics.gatt(id)].map {
+        Output.discovery(.publish(topic: $0, payload: [], retain: true))
+      }
+      outputs += ownership == nil ? clears : holdingClears(clears)
+    }
+    return outputs
   }
 
   /// Whether the event is a stack `Connected` change of a device the connection half has a
@@ -167,7 +177,15 @@ public struct CentralBridge: Sendable {
     let registry = discovery.registry
     ownership?.prune { registry[$0] != nil }
     let decided = ownership?.tick(now: now) ?? []
-    return holdingClears(outputs) + apply(decided, now: now)
+    outputs = holdingClears(outputs) + apply(decided, now: now)
+    // Who owns what also changes with time (a claimant's run is settled): the devices list's
+    // `owner` follows within a tick, not only when the next claim or state arrives.
+    if let arbiter = ownership {
+      for address in discovery.registry.addresses {
+        discovery.setOwner(address, arbiter.owner(of: address))
+      }
+    }
+    return outputs
   }
 
   /// Takes back the devices an earlier run of this gateway published, from the devices list it
@@ -187,15 +205,24 @@ public struct CentralBridge: Sendable {
     return (holdingClears(outputs.map(Output.discovery)), devices)
   }
 
-  /// A retained topic an earlier run left for a restored device
-  /// (``DiscoveryBridge/leftover(_:topic:)``).
+  /// A retained message an earlier run may have left for a restored device
+  /// (``DiscoveryBridge/leftover(_:topic:payload:)``).
   ///
   /// - Parameters:
   ///   - address: The device.
   ///   - topic: The retained topic.
+  ///   - payload: Its payload.
   /// - Returns: What to do.
-  public mutating func leftover(_ address: BluetoothAddress, topic: TopicName) -> [Output] {
-    holdingClears(discovery.leftover(address, topic: topic).map(Output.discovery))
+  public mutating func leftover(_ address: BluetoothAddress, topic: TopicName, payload: [UInt8])
+    -> [Output]
+  {
+    holdingClears(
+      discovery.leftover(address, topic: topic, payload: payload).map(Output.discovery))
+  }
+
+  /// The search for leftovers is over (``DiscoveryBridge/leftoverSearchEnded()``).
+  public mutating func leftoverSearchEnded() {
+    discovery.leftoverSearchEnded()
   }
 
   /// A central subscribed to this gateway's transfer characteristic, or unsubscribed

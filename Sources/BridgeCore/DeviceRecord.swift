@@ -18,6 +18,10 @@ public struct DeviceRecord: Sendable, Hashable {
   public var connection: ConnectionState
   /// Whether the device counts as reachable (`<base>/<dev>/availability`).
   public var online: Bool
+  /// Whether the device was taken back from an earlier run's devices list and what that run
+  /// left for it is still to be cleared (``DiscoveryBridge/restore(previous:now:)``); listed
+  /// as `"restored":true`, so that a run after this one takes it back too.
+  public var restored = false
   /// Set while the device is a central subscribed to this gateway's transfer characteristic
   /// (the peripheral role); such a device is never offline, forgotten or evicted.
   public var subscriber: Subscriber?
@@ -96,6 +100,7 @@ public struct DeviceRecord: Sendable, Hashable {
     if let rssi { object["rssi"] = .integer(Int64(rssi)) }
     object["connection"] = .string(connection.rawValue)
     object["availability"] = .string(online ? "online" : "offline")
+    if restored { object["restored"] = true }
     if let subscriber {
       var member: JSONObject = [:]
       if let mtu = subscriber.mtu { member["mtu"] = .integer(Int64(mtu)) }

@@ -84,6 +84,9 @@ public struct DeviceRegistry: Sendable {
     addressesByID[id].flatMap { byAddress[$0] }
   }
 
+  /// Every device's address, in no order.
+  public var addresses: Dictionary<BluetoothAddress, DeviceRecord>.Keys { byAddress.keys }
+
   /// All devices, sorted by id.
   public var records: [DeviceRecord] {
     addressesByID.keys.sorted().compactMap { addressesByID[$0].flatMap { byAddress[$0] } }
@@ -128,8 +131,9 @@ public struct DeviceRegistry: Sendable {
 
   /// Takes back a device an earlier run of the gateway knew (its retained devices list), so
   /// that it goes offline and is forgotten on the usual schedule, counted from `record`'s
-  /// ``DeviceRecord/lastSeen``. Nothing is evicted for it: a device already known, or one
-  /// that finds the registry full, is not taken; its id comes from ``naming``.
+  /// ``DeviceRecord/lastSeen``; it is marked ``DeviceRecord/restored``. Nothing is evicted for
+  /// it: a device already known, or one that finds the registry full, is not taken; its id
+  /// comes from ``naming``.
   ///
   /// - Parameter record: The device as the earlier run left it.
   /// - Returns: The record taken, or `nil` when it was not.
@@ -137,6 +141,7 @@ public struct DeviceRegistry: Sendable {
     guard byAddress[record.address] == nil, byAddress.count < capacity else { return nil }
     var record = record
     record.id = naming.id(for: record.address)
+    record.restored = true
     guard addressesByID[record.id] == nil else { return nil }
     byAddress[record.address] = record
     addressesByID[record.id] = record.address
@@ -225,7 +230,8 @@ public struct DeviceRegistry: Sendable {
       byAddress[address] = record
       return (before, record, nil)
     }
-    guard subscriber != nil else { return nil }
+    let id = naming.id(for: address)
+    guard subscriber != nil, addressesByID[id] == nil else { return nil }
     var evicted: DeviceRecord?
     if byAddress.count >= capacity {
       guard let victim = evictionCandidate() else {
@@ -235,8 +241,6 @@ public struct DeviceRegistry: Sendable {
       evicted = remove(victim)
       evictions += 1
     }
-    let id = naming.id(for: address)
-    guard addressesByID[id] == nil else { return nil }
     // The stack does not say the type; centrals (phones) connect from resolvable private
     // addresses (`01` in the top bits).
     var record = DeviceRecord(

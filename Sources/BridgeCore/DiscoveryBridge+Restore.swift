@@ -10,13 +10,15 @@ extension DiscoveryBridge {
   }
 
   /// What an earlier run left behind for one restored device: the retained topics found for
-  /// it besides its fixed ones (Home Assistant configs, retained values), cleared when it is
-  /// forgotten.
+  /// it besides its fixed ones (Home Assistant configs, retained values).
   struct Leftovers: Sendable {
+    /// Found, to clear when the device is forgotten.
     var topics: Set<TopicName> = []
+    /// The device was forgotten: what is found from now on is cleared at once.
+    var forgotten = false
   }
 
-  /// The most retained topics remembered for one restored device (``leftover(_:topic:)``).
+  /// The most retained topics remembered for one restored device (``leftover(_:topic:payload:)``).
   public static let leftoverLimit = 256
 
   /// Takes back the devices an earlier run of this gateway published: the retained
@@ -25,17 +27,20 @@ extension DiscoveryBridge {
   /// Without this, a device that is not heard again after a restart would keep what the
   /// earlier run left retained — `availability` `online`, `presence` `present`, its
   /// `connection` and `gatt`, its Home Assistant entities — for good, since no run knows it.
-  /// Restored, it is in the devices list again, goes offline ``DeviceRegistry/offlineAfter``
-  /// seconds and is forgotten ``DeviceRegistry/forgetAfter`` seconds after it was last seen
-  /// (the list's `last_seen`, never later than now), and forgetting it clears its
-  /// `availability`, `presence`, `connection`, `gatt` and what ``leftover(_:topic:)`` found.
+  /// Restored, it is in the devices list again (`"restored":true`) and goes offline and is
+  /// forgotten on the usual schedule: a device listed `online` counts as seen now (the list
+  /// is not published on every sighting, so its `last_seen` may be old for a device that was
+  /// there all along), one listed `offline` as seen at its `last_seen` (never later than now).
+  /// Forgetting it clears its `availability` and `presence`, what ``leftover(_:topic:payload:)``
+  /// found, and (by the connection half, or here without one) its `connection` and `gatt`.
   /// A device unheard in this run says `away` when it goes offline (it has no presence track).
   ///
-  /// Taken are the entries this gateway owned (`owner` is this gateway) that are not known
-  /// already and fit the registry without evicting anything. An entry whose id differs from
-  /// the one this run gives the device (its friendly name changed meanwhile) has the old id's
-  /// fixed topics cleared at once, unless another device now has that id. A malformed list or
-  /// entry is reported in a `devices_restored` event (`invalid`) and otherwise skipped.
+  /// Taken are the entries this gateway owned (`owner` is this gateway, or `null` for one a
+  /// run of it restored and had not forgotten yet) that are not known already and fit the
+  /// registry without evicting anything. An entry whose id differs from the one this run gives
+  /// the device (its friendly name changed meanwhile) has the old id's fixed topics cleared at
+  /// once, unless another device now has that id. A malformed list or entry is reported in a
+  /// `devices_restored` event (`invalid`) and otherwise skipped.
   ///
   /// - Parameters:
   ///   - payload: The retained devices list.
@@ -60,27 +65,27 @@ extension DiscoveryBridge {
       problem = "the devices list is not JSON: \(error)"
     }
     for entry in entries {
-      guard let record = Self.restoredRecord(entry, now: now, wallClockOffset: wallClockOffset)
+      guard let listed = Self.restoredRecord(entry, now: now, wallClockOffset: wallClockOffset)
       else {
         invalid += 1
         continue
       }
-      guard entry["owner"]?.stringValue == topics.gateway.rawValue,
-        let taken = registry.restore(record.record)
+      let owner = entry["owner"]
+      guard
+        owner?.stringValue == topics.gateway.rawValue
+          || (owner == .null && entry["restored"] == true),
+        let record = registry.restore(listed.record)
       else { continue }
-      var device = RestoredDevice(address: taken.address, id: taken.id)
-      if record.id != taken.id, registry.record(for: record.id) == nil,
-        !registry.naming.friendlyNames.values.contains(record.id)
+      var device = RestoredDevice(address: record.address, id: record.id)
+      if listed.id != record.id, registry.record(for: listed.id) == nil,
+        !registry.naming.friendlyNames.values.contains(listed.id)
       {
-        device.previousID = record.id
-        for topic in [
-          topics.availability(record.id), topics.presence(record.id),
-          topics.connection(record.id), topics.gatt(record.id),
-        ] {
-          outputs.append(.publish(topic: topic, payload: [], retain: true))
+        device.previousID = listed.id
+        if !othersOwn(record.address) {
+          outputs += fixedTopics(listed.id).map { .publish(topic: $0, payload: [], retain: true) }
         }
       }
-      leftovers[taken.address] = Leftovers()
+      leftovers[record.address] = Leftovers()
       restored.append(device)
     }
     if !restored.isEmpty { devicesChanged = true }
@@ -95,37 +100,84 @@ extension DiscoveryBridge {
     return (outputs, restored)
   }
 
-  /// A retained topic an earlier run left for a restored device (one of its Home Assistant
-  /// configs or retained values, which its devices list does not name): cleared when the device
-  /// is forgotten. One under an id the device no longer has is cleared at once.
+  /// A retained message an earlier run may have left for a restored device: one of its Home
+  /// Assistant configs (`<prefix>/<component>/gatt2mqtt_<MAC>/<object>/config`, taken only
+  /// when its `via_device` is this gateway: with several gateways hearing a device, the others
+  /// publish the same node) or retained values (`<base>/<dev>/gatt/<svc>/<chr>`). Kept and
+  /// cleared when the device is forgotten; cleared at once when it is forgotten already, or
+  /// when it is under an id the device no longer has. Nothing is taken while another gateway
+  /// owns the device (fleet ownership), nor a topic that is another device's.
   ///
   /// - Parameters:
   ///   - address: The restored device.
   ///   - topic: The retained topic found.
+  ///   - payload: Its payload.
   /// - Returns: What to publish now.
-  public mutating func leftover(_ address: BluetoothAddress, topic: TopicName) -> [BridgeOutput] {
-    guard let record = registry[address], leftovers[address] != nil else { return [] }
-    let base = topics.gatt(record.id).rawValue + "/"
-    if topic.rawValue.hasPrefix(topics.base + "/"), !topic.rawValue.hasPrefix(base) {
-      return [.publish(topic: topic, payload: [], retain: true)]
+  public mutating func leftover(_ address: BluetoothAddress, topic: TopicName, payload: [UInt8])
+    -> [BridgeOutput]
+  {
+    guard var found = leftovers[address], !payload.isEmpty, !othersOwn(address) else { return [] }
+    let name = topic.rawValue
+    let clear: [BridgeOutput] = [.publish(topic: topic, payload: [], retain: true)]
+    if name.hasPrefix(topics.base + "/") {
+      // `<base>/<dev>/gatt/<svc>/<chr>`: not a topic of another device whose name starts with
+      // `<dev>/gatt/` (`kitchen/gatt/x/availability`).
+      guard let cut = name.lastIndex(of: "/"),
+        let owner = try? DeviceID(
+          friendlyName: String(name[..<cut].dropFirst(topics.base.count + 1))),
+        registry.record(for: owner) == nil,
+        !registry.naming.friendlyNames.values.contains(owner)
+      else { return [] }
+      if let record = registry[address], !name.hasPrefix(topics.gatt(record.id).rawValue + "/") {
+        return clear  // under an id the device no longer has
+      }
+    } else {
+      guard case .object(let config) = try? JSONValue.parse(payload),
+        config["device"]?["via_device"]?.stringValue
+          == "gatt2mqtt_bridge_\(topics.gateway.rawValue)"
+      else { return [] }
     }
-    guard leftovers[address]!.topics.count < Self.leftoverLimit else { return [] }
-    leftovers[address]!.topics.insert(topic)
+    if found.forgotten || registry[address] == nil { return clear }
+    guard found.topics.count < Self.leftoverLimit else { return [] }
+    found.topics.insert(topic)
+    leftovers[address] = found
     return []
   }
 
-  /// The clears of what an earlier run left for a device being forgotten: its `connection`,
-  /// `gatt` and leftovers (nothing for a device this run did not restore).
+  /// The search for leftovers is over: the restored devices forgotten meanwhile are let go.
+  public mutating func leftoverSearchEnded() {
+    leftovers = leftovers.filter { !$0.value.forgotten }
+  }
+
+  /// The clears of what an earlier run left for a device being forgotten: its leftovers, and
+  /// without a connection half (which clears them, unless it keeps the device's link) its
+  /// `connection` and `gatt`. Nothing for a device this run did not restore, or one another
+  /// gateway owns now.
   mutating func leftoverClears(_ record: DeviceRecord) -> [BridgeOutput] {
-    guard let found = leftovers.removeValue(forKey: record.address) else { return [] }
-    let fixed = [topics.connection(record.id), topics.gatt(record.id)]
-    return (fixed + found.topics.subtracting(fixed).sorted()).map {
-      .publish(topic: $0, payload: [], retain: true)
+    guard let found = leftovers[record.address], !found.forgotten else { return [] }
+    leftovers[record.address] = Leftovers(forgotten: true)
+    guard !othersOwn(record.address) else { return [] }
+    var clears = found.topics.sorted()
+    if !tracksForgotten {
+      clears = [topics.connection(record.id), topics.gatt(record.id)] + clears
     }
+    return clears.map { .publish(topic: $0, payload: [], retain: true) }
+  }
+
+  /// Whether another gateway owns the device now (fleet ownership): what an earlier run left
+  /// for it is the owner's state now.
+  func othersOwn(_ address: BluetoothAddress) -> Bool {
+    guard let owner = owners?[address] else { return false }
+    return owner != topics.gateway
+  }
+
+  /// A device id's topics that are not one per characteristic.
+  func fixedTopics(_ id: DeviceID) -> [TopicName] {
+    [topics.availability(id), topics.presence(id), topics.connection(id), topics.gatt(id)]
   }
 
   /// One entry of a devices list as a record, with the id it was listed under; `nil` when it
-  /// lacks a valid `address` or `id`.
+  /// lacks a valid `address` or `id`, or its id is another device's address id.
   private static func restoredRecord(_ entry: JSONValue, now: Double, wallClockOffset: Double)
     -> (record: DeviceRecord, id: DeviceID)?
   {
@@ -133,12 +185,15 @@ extension DiscoveryBridge {
       let address = try? BluetoothAddress(text),
       let idText = entry["id"]?.stringValue,
       let id = idText == DeviceID(address: address).rawValue
-        ? DeviceID(address: address) : try? DeviceID(friendlyName: idText)
+        ? DeviceID(address: address) : try? DeviceID(friendlyName: idText),
+      (try? BluetoothAddress(idText)).map({ $0 == address }) ?? true
     else { return nil }
-    // The earlier run's wall-clock time on this run's clock, never later than now (a clock
-    // set back at boot would otherwise keep the device for longer than forget_after).
+    let online = entry["availability"]?.stringValue != "offline"
+    // An offline device was unseen since its `last_seen` (the list went out when it went
+    // offline), on this run's clock and never later than now; an online one was there when
+    // the list last went out, maybe long before the earlier run stopped: seen now.
     var lastSeen = now
-    if let milliseconds = entry["last_seen"]?.doubleValue, milliseconds.isFinite {
+    if !online, let milliseconds = entry["last_seen"]?.doubleValue, milliseconds.isFinite {
       lastSeen = min(now, milliseconds / 1000 - wallClockOffset)
     }
     var name: [UInt8]?
@@ -148,8 +203,7 @@ extension DiscoveryBridge {
       addressType: entry["addr_type"]?.stringValue.flatMap(Advertisement.AddressType.init)
         ?? .public,
       name: name, rssi: entry["rssi"]?.integerValue.flatMap { Int(exactly: $0) },
-      firstSeen: lastSeen, lastSeen: lastSeen, connection: .disconnected,
-      online: entry["availability"]?.stringValue != "offline")
+      firstSeen: lastSeen, lastSeen: lastSeen, connection: .disconnected, online: online)
     return (record, id)
   }
 }

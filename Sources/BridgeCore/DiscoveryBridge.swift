@@ -414,10 +414,13 @@ public struct DiscoveryBridge: Sendable {
   ///   - address: The device.
   ///   - owner: Its owner.
   public mutating func setOwner(_ address: BluetoothAddress, _ owner: GatewayID?) {
-    var all = owners ?? [:]
-    guard all[address] != owner || owners == nil else { return }
-    all[address] = owner
-    owners = all
+    if owners == nil {
+      owners = [:]
+      devicesChanged = true
+    }
+    // In place: no copy of the table per call.
+    guard owners![address] != owner else { return }
+    owners![address] = owner
     devicesChanged = true
   }
 

@@ -3,8 +3,9 @@ public import Mosquitto
 import Synchronization
 
 extension CentralRoleService {
-  /// How long the subscriptions that look for what an earlier run left stay, after the last
-  /// one is acknowledged (the broker sends retained messages right after its SUBACK).
+  /// How long the subscriptions that look for what an earlier run left stay after the last
+  /// one is acknowledged (the broker sent the retained messages before its SUBACK; this is
+  /// the time for them to pass through the client).
   static let leftoverWindow: Duration = .seconds(5)
 
   /// Takes back the devices an earlier run of this gateway left in its retained devices list
@@ -47,22 +48,25 @@ extension CentralRoleService {
       }
       search.homeAssistantPrefix = homeAssistantPrefix + "/"
     }
-    var subscribed: [String] = []
-    for filter in filters {
-      do {
-        try await client.subscribe(filter, qos: .atLeastOnce)
-        subscribed.append(filter)
-      } catch  where error.code == .cancelled {
-        break
-      } catch {
+    // All at once (the broker answers them in order): the last one's SUBACK means every
+    // retained message of the others was sent before it.
+    for filter in filters.dropLast() { client.addSubscription(filter) }
+    do {
+      try await client.subscribe(filters[filters.count - 1], qos: .atLeastOnce)
+      try? await Task.sleep(for: Self.leftoverWindow)
+    } catch {
+      if error.code != .cancelled {
         logger.warning(
           "cannot look for what an earlier run left: \(error)",
-          metadata: ["mqtt.topic": "\(filter)"])
+          metadata: ["mqtt.topic": "\(filters[filters.count - 1])"])
       }
     }
-    try? await Task.sleep(for: Self.leftoverWindow)
-    for filter in subscribed { try? await client.unsubscribe(filter) }
+    for filter in filters { try? await client.unsubscribe(filter) }
     leftoverSearch.withLock { $0 = LeftoverSearch() }
+    driver.feed { bridge, _ in
+      bridge.leftoverSearchEnded()
+      return []
+    }
     return devices.count
   }
 
@@ -78,7 +82,7 @@ extension CentralRoleService {
     guard message.retain, !message.payload.isEmpty, message.discarded == nil,
       let topic = try? TopicName(message.topic)
     else { return true }
-    driver.feed { bridge, _ in bridge.leftover(address, topic: topic) }
+    driver.feed { bridge, _ in bridge.leftover(address, topic: topic, payload: message.payload) }
     return true
   }
 }

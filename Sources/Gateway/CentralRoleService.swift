@@ -30,11 +30,12 @@ public final class CentralRoleService: Sendable {
   /// Set once reading link quality turned out impossible (no capability, no interface): said
   /// once, not tried again.
   let linkQualityRefused = Mutex<CentralError?>(nil)
+  /// What the search for an earlier run's leftovers looks for
+  /// (``restore(previous:client:homeAssistantPrefix:)``).
+  let leftoverSearch = Mutex(LeftoverSearch())
   /// Discovery starts to try again (adapter → filter, when, the failed starts so far): bluetoothd
   /// answers `InProgress` for a while after it (re)starts, and a refused start must not stop
   /// scanning for good. Times are the driver's monotonic clock.
-  /// What the search for an earlier run's leftovers looks for (``restore(previous:client:homeAssistantPrefix:)``).
-  let leftoverSearch = Mutex(LeftoverSearch())
   private let retries = Mutex<
     [String: (filter: DiscoveryFilter, at: Double, streak: DiscoveryRetry)]
   >([:])

@@ -1,10 +1,12 @@
+import BridgeCore
 import Mosquitto
 import Synchronization
 
 extension GatewayService {
-  /// How long after it starts acting the gateway waits for the devices list an earlier run
-  /// left retained.
-  static let previousDevicesWait: Duration = .seconds(30)
+  /// How long the gateway waits, after the broker acknowledged its subscription, for the
+  /// devices list an earlier run left (the broker sent it before the acknowledgement; this is
+  /// the time for it to pass through the client).
+  static let previousDevicesWait: Duration = .seconds(5)
 
   /// Takes the first retained `<base>/bridge/<gw>/devices` the broker hands back: the list an
   /// earlier run of this gateway left (its own publications arrive unretained).
@@ -21,15 +23,34 @@ extension GatewayService {
 
   /// Restores the devices an earlier run left in its retained devices list, so that what it
   /// published for devices not heard again is cleared on schedule
-  /// (``CentralRoleService/restore(previous:client:homeAssistantPrefix:)``). The subscription
-  /// to the list is made before the central role publishes anything
-  /// (``subscribeToPreviousDevices()``) and dropped after the first list, or after
-  /// ``previousDevicesWait`` when the broker holds none.
+  /// (``CentralRoleService/restore(previous:client:homeAssistantPrefix:)``).
+  ///
+  /// The subscription to the list is made before the central role publishes anything
+  /// (``subscribeToPreviousDevices()``); subscribing once more here waits for the broker (for
+  /// as long as it takes to reach it) and its acknowledgement, before which it sent the
+  /// retained list of the first. Then the subscription is dropped. Nothing is restored unless
+  /// the broker handed this run's `online` state back and no other run with this
+  /// `gateway.id` is online: the list would be that run's, its devices alive.
   func restorePreviousDevices() async {
     guard let centralRole else { return }
+    let filter = topics.bridgeDevices.rawValue
+    do {
+      try await client.subscribe(filter)
+    } catch {
+      if error.code != .cancelled {
+        logger.warning("cannot read the devices list an earlier run left: \(error)")
+      }
+      return
+    }
     let payload = await previousDevices.first(within: Self.previousDevicesWait)
-    try? await client.unsubscribe(topics.bridgeDevices.rawValue)
+    try? await client.unsubscribe(filter)
     guard let payload, !Task.isCancelled else { return }
+    guard duplicates.withLock({ $0.mayAct }) else {
+      logger.warning(
+        "the devices list an earlier run left is not restored: another run with this gateway.id may be online"
+      )
+      return
+    }
     await centralRole.restore(
       previous: payload, client: client, homeAssistantPrefix: configuration.homeAssistant.prefix)
   }
@@ -65,19 +86,5 @@ final class PreviousDevicesList: Sendable {
   }
 
   /// The first list, or `nil` when none came within `timeout` (or the task was cancelled).
-  func first(within timeout: Duration) async -> [UInt8]? {
-    await withTaskGroup(of: [UInt8]?.self) { group in
-      group.addTask { [stream] in
-        for await payload in stream { return payload }
-        return nil
-      }
-      group.addTask {
-        try? await Task.sleep(for: timeout)
-        return nil
-      }
-      let first = await group.next() ?? nil
-      group.cancelAll()
-      return first
-    }
-  }
+  func first(within timeout: Duration) async -> [UInt8]? { await stream.first(within: timeout) }
 }

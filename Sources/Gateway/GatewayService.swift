@@ -36,7 +36,7 @@ public final class GatewayService: Service, Sendable {
   private let counters = Counters()
   /// This run, in the retained state; and what the state of other runs with our id means.
   private let instance: GatewayInstance
-  private let duplicates: Mutex<DuplicateGatewayGuard>
+  let duplicates: Mutex<DuplicateGatewayGuard>
   /// Signalled whenever ``duplicates`` changed: ``untilStopped()`` waits for it while no rival
   /// is known, instead of checking four times a second for ever.
   private let duplicatesChanged: AsyncStream<Void>

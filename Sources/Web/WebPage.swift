@@ -183,7 +183,7 @@ enum WebPage {
           el("td", { class: "rssi" }, S.rssi[d.id] ?? d.rssi ?? ""),
           el("td", {}, el("span", { class: "pill " + (state === "present" ? "good" : state ? "bad" : "") }, state)),
           el("td", {}, availability ? availability.state : d.availability || ""),
-          el("td", { class: "connection" }, d.connection),
+          el("td", { class: "connection" }, d.connection + (d.subscriber ? ", subscribed" + (d.subscriber.mtu ? " (MTU " + d.subscriber.mtu + ")" : "") : "")),
           el("td", {}, d.owner || S.gw)));
       }
     }

@@ -67,7 +67,7 @@ final class WebRequests: Sendable {
       isNotify ? answer["op"]?.stringValue == "notify" : answer["transaction"] == sent
     }
     backend.webInject(topic: topic, payload: payload)
-    let answer = await Self.first(waiter.answer, timeout: timeout)
+    let answer = await waiter.answer.first(within: timeout)
     hub.cancel(waiter.id)
     guard let answer else {
       throw Refusal(
@@ -87,25 +87,6 @@ final class WebRequests: Sendable {
     case .connectionSet(let device): topics.connectionResult(device)
     case .get(let path), .set(let path), .notify(let path): topics.result(path)
     case .peripheralText, .fleetPeripheralText: nil
-    }
-  }
-
-  /// The first element of `stream`, or `nil` after `timeout`.
-  static func first(_ stream: AsyncStream<WebHub.Message>, timeout: Duration) async
-    -> WebHub.Message?
-  {
-    await withTaskGroup(of: WebHub.Message?.self) { group in
-      group.addTask {
-        for await message in stream { return message }
-        return nil
-      }
-      group.addTask {
-        try? await Task.sleep(for: timeout)
-        return nil
-      }
-      let first = await group.next() ?? nil
-      group.cancelAll()
-      return first
     }
   }
 }

@@ -353,6 +353,28 @@ struct CentralBridgeOwnershipTests {
     #expect(later.last.map { !$0.connected } == true, "\(later)")
   }
 
+  @Test(
+    "the devices list's owner follows a claimant's instance switch within the tick it settles in")
+  func ownerColumnFollowsAnInstanceSwitch() throws {
+    var bridge = bridge(policy: [])
+    _ = bridge.handle(.deviceUpdated(Fixture.advert(rssi: -80)), now: t0)
+    _ = bridge.fleetMessage(.owner(sensor), payload: claim("hall", "hall1"), now: t0)
+    func listed(_ bridge: CentralBridge) -> JSONValue? {
+      bridge.discovery.devicesJSON.arrayValue?.first?["owner"]
+    }
+    #expect(listed(bridge) == "hall")
+    // hall restarts: a new run online under its id, the old one never answers.
+    _ = bridge.fleetMessage(
+      .state(GatewayID("hall")),
+      payload: GatewayInstance(id: "hall2", started: 1).statePayload(online: true), now: t0 + 1)
+    for second in 2..<40 {
+      _ = bridge.tick(now: t0 + Double(second))
+      let owner = bridge.ownership?.owner(of: sensor)
+      #expect(listed(bridge) == (owner.map { .string($0.rawValue) } ?? .null), "at \(second) s")
+    }
+    #expect(bridge.ownership?.owner(of: sensor) == nil, "hall1's claim is no run's now")
+  }
+
   @Test("clears past the limit held while the broker is away are counted and said when it is back")
   func heldClearsPastTheLimitAreSaid() throws {
     var bridge = bridge(policy: [])

@@ -6,11 +6,14 @@ import Testing
 @Suite("Devices restored from an earlier run")
 struct DeviceRestoreTests {
   let t0 = Fixture.t0
+  let sensor = Fixture.address("A4:C1:38:1E:29:DF")
+  /// A Home Assistant config this gateway (`pi`) published.
+  let config = Array(#"{"name":"Battery","device":{"via_device":"gatt2mqtt_bridge_pi"}}"#.utf8)
 
   /// An entry of the devices list as ``DeviceRecord/json(owner:wallClockOffset:)`` writes it.
   func entry(
     _ address: String, id: String? = nil, owner: String? = "pi", availability: String = "online",
-    lastSeen: Double? = nil
+    lastSeen: Double? = nil, restored: Bool = false
   ) -> String {
     let compact = address.replacingOccurrences(of: ":", with: "")
     var fields = [
@@ -20,6 +23,7 @@ struct DeviceRestoreTests {
       "\"owner\":" + (owner.map { "\"\($0)\"" } ?? "null"),
     ]
     if let lastSeen { fields.append("\"last_seen\":\(Int64(lastSeen * 1000))") }
+    if restored { fields.append("\"restored\":true") }
     return "{" + fields.joined(separator: ",") + "}"
   }
 
@@ -34,22 +38,30 @@ struct DeviceRestoreTests {
         devicesInterval: 0))
   }
 
+  func clears(_ outputs: [BridgeOutput]) -> [String] {
+    outputs.filter { $0.text == "" && $0.retain == true }.compactMap(\.topic)
+  }
+
   @Test(
-    "a device not heard again goes offline and away, then is forgotten with everything the earlier run left"
+    "a device listed online and not heard again goes offline and away, then is forgotten with everything the earlier run left"
   )
   func unheardDeviceIsCleared() throws {
     var bridge = bridge()
     _ = bridge.tick(now: t0)
+    // Listed online: last seen an hour before, as far as the list says (it is not published
+    // on every sighting), so it counts as seen now.
     let (outputs, restored) = bridge.restore(
-      previous: list(entry("A4:C1:38:1E:29:DF", lastSeen: t0 - 10)), now: t0)
+      previous: list(entry("A4:C1:38:1E:29:DF", lastSeen: t0 - 3600)), now: t0)
     #expect(restored.map(\.id.rawValue) == ["A4C1381E29DF"])
     #expect(outputs.eventTypes == ["devices_restored"])
     #expect(outputs.published("/event").first?.json?["data"]?["devices"] == 1)
     #expect(outputs.filter { $0.topic != "gatt2mqtt/bridge/pi/event" }.isEmpty)
-    let record = try #require(bridge.registry[Fixture.address("A4:C1:38:1E:29:DF")])
+    let record = try #require(bridge.registry[sensor])
     #expect(record.connection == .disconnected, "no connection survives a restart")
-    #expect(record.lastSeen == t0 - 10)
-    #expect(bridge.tick(now: t0 + 1).published("/devices").first?.json?.arrayValue?.count == 1)
+    #expect(record.lastSeen == t0)
+    let listed = bridge.tick(now: t0 + 1).published("/devices").first?.json?.arrayValue
+    #expect(listed?.count == 1)
+    #expect(listed?.first?["restored"] == true, "a run after this one takes it back too")
 
     let leftovers = [
       "homeassistant/sensor/gatt2mqtt_A4C1381E29DF/2a19/config",
@@ -57,21 +69,21 @@ struct DeviceRestoreTests {
     ]
     for topic in leftovers {
       #expect(
-        bridge.leftover(Fixture.address("A4:C1:38:1E:29:DF"), topic: try TopicName(topic))
-          .isEmpty, "kept until the device is forgotten")
+        bridge.leftover(sensor, topic: try TopicName(topic), payload: config).isEmpty,
+        "kept until the device is forgotten")
     }
-
-    let offline = bridge.tick(now: t0 + 80)
+    let quiet = bridge.tick(now: t0 + 80).compactMap(\.topic).filter { $0.contains("A4C1") }
+    #expect(quiet.isEmpty, "nothing before offline_after")
+    let offline = bridge.tick(now: t0 + 90)
     #expect(offline.published("/availability").first?.json?["state"] == "offline")
     #expect(
       offline.published("/presence").first?.json?["state"] == "away",
       "its retained presence is the earlier run's")
-    #expect(bridge.tick(now: t0 + 880).published("/A4C1381E29DF/availability").isEmpty)
+    #expect(clears(bridge.tick(now: t0 + 899)).isEmpty)
 
-    let forgotten = bridge.tick(now: t0 + 890)
-    let clears = forgotten.filter { $0.text == "" && $0.retain == true }.compactMap(\.topic)
+    let forgotten = clears(bridge.tick(now: t0 + 900))
     #expect(
-      Set(clears)
+      Set(forgotten)
         == Set(
           [
             "gatt2mqtt/A4C1381E29DF/availability", "gatt2mqtt/A4C1381E29DF/presence",
@@ -80,14 +92,39 @@ struct DeviceRestoreTests {
     #expect(bridge.registry.count == 0)
   }
 
-  @Test("a device last seen longer ago than forget_after is cleared at the first tick")
-  func longGoneDeviceIsClearedAtOnce() {
+  @Test(
+    "a device listed offline since longer than forget_after is cleared at the first tick, and what is found for it later at once"
+  )
+  func longGoneDeviceIsClearedAtOnce() throws {
     var bridge = bridge()
     _ = bridge.restore(
-      previous: list(entry("A4:C1:38:1E:29:DF", lastSeen: t0 - 7200)), now: t0)
-    let clears = bridge.tick(now: t0).filter { $0.text == "" }.compactMap(\.topic)
-    #expect(clears.contains("gatt2mqtt/A4C1381E29DF/availability"))
-    #expect(clears.contains("gatt2mqtt/A4C1381E29DF/gatt"))
+      previous: list(entry("A4:C1:38:1E:29:DF", availability: "offline", lastSeen: t0 - 7200)),
+      now: t0)
+    #expect(
+      Set(clears(bridge.tick(now: t0)))
+        == [
+          "gatt2mqtt/A4C1381E29DF/availability", "gatt2mqtt/A4C1381E29DF/presence",
+          "gatt2mqtt/A4C1381E29DF/connection", "gatt2mqtt/A4C1381E29DF/gatt",
+        ])
+    // The search answers after the device was forgotten: cleared at once.
+    let topic = try TopicName("homeassistant/sensor/gatt2mqtt_A4C1381E29DF/2a19/config")
+    #expect(clears(bridge.leftover(sensor, topic: topic, payload: config)) == [topic.rawValue])
+    bridge.leftoverSearchEnded()
+    #expect(bridge.leftover(sensor, topic: topic, payload: config).isEmpty, "the search is over")
+  }
+
+  @Test("a device listed online that is still there is not cleared after the restart")
+  func stableDeviceIsNotCleared() {
+    var bridge = bridge()
+    _ = bridge.restore(
+      previous: list(entry("A4:C1:38:1E:29:DF", lastSeen: t0 - 36_000)), now: t0)
+    var outputs: [BridgeOutput] = []
+    for second in stride(from: 0.0, through: 1000, by: 10) {
+      outputs += bridge.handle(.deviceUpdated(Fixture.advert(rssi: -50)), now: t0 + second)
+      outputs += bridge.tick(now: t0 + second)
+    }
+    #expect(clears(outputs).isEmpty)
+    #expect(outputs.published("/availability").allSatisfy { $0.json?["state"] == "online" })
   }
 
   @Test(
@@ -98,14 +135,36 @@ struct DeviceRestoreTests {
       previous: list(entry("A4:C1:38:1E:29:DF", availability: "offline", lastSeen: t0 - 100)),
       now: t0)
     _ = bridge.leftover(
-      Fixture.address("A4:C1:38:1E:29:DF"),
-      topic: try TopicName("homeassistant/sensor/gatt2mqtt_A4C1381E29DF/old/config"))
+      sensor, topic: try TopicName("homeassistant/sensor/gatt2mqtt_A4C1381E29DF/old/config"),
+      payload: config)
     let heard = bridge.handle(.deviceUpdated(Fixture.advert(rssi: -50)), now: t0 + 1)
     #expect(heard.published("/availability").first?.json?["state"] == "online")
     #expect(heard.eventTypes.isEmpty, "not a new device")
-    #expect(bridge.tick(now: t0 + 60).filter { $0.text == "" }.isEmpty)
-    let clears = bridge.tick(now: t0 + 902).filter { $0.text == "" }.compactMap(\.topic)
-    #expect(clears.contains("homeassistant/sensor/gatt2mqtt_A4C1381E29DF/old/config"))
+    #expect(clears(bridge.tick(now: t0 + 60)).isEmpty)
+    #expect(
+      clears(bridge.tick(now: t0 + 902)).contains(
+        "homeassistant/sensor/gatt2mqtt_A4C1381E29DF/old/config"))
+  }
+
+  @Test("what the search finds that is not this gateway's is left alone")
+  func foreignLeftovers() throws {
+    var bridge = bridge(names: [
+      Fixture.address("11:22:33:44:55:66"): try DeviceID(friendlyName: "kitchen/gatt/x")
+    ])
+    _ = bridge.handle(.deviceUpdated(Fixture.advert("11:22:33:44:55:66")), now: t0)
+    _ = bridge.restore(previous: list(entry("A4:C1:38:1E:29:DF", id: "kitchen")), now: t0)
+    // Restored under its address id: `kitchen` is its old name.
+    let other = Array(#"{"device":{"via_device":"gatt2mqtt_bridge_hall"}}"#.utf8)
+    for (topic, payload) in [
+      ("homeassistant/sensor/gatt2mqtt_A4C1381E29DF/2a19/config", other),  // hall's config
+      ("homeassistant/sensor/gatt2mqtt_A4C1381E29DF/2a19/config", Array("not json".utf8)),
+      ("gatt2mqtt/kitchen/gatt/x/availability", Array("{}".utf8)),  // another device's
+    ] {
+      #expect(
+        bridge.leftover(sensor, topic: try TopicName(topic), payload: payload).isEmpty, "\(topic)")
+    }
+    let cleared = clears(bridge.tick(now: t0 + 2000))
+    #expect(!cleared.contains { $0.hasPrefix("homeassistant/") }, "\(cleared)")
   }
 
   @Test(
@@ -113,7 +172,7 @@ struct DeviceRestoreTests {
   func whatIsTaken() throws {
     var bridge = DiscoveryBridge(
       topics: Fixture.topics,
-      configuration: .init(registry: DeviceRegistry(capacity: 2), devicesInterval: 0))
+      configuration: .init(registry: DeviceRegistry(capacity: 3), devicesInterval: 0))
     _ = bridge.handle(.deviceUpdated(Fixture.advert("11:22:33:44:55:66", rssi: -50)), now: t0)
     let (outputs, restored) = bridge.restore(
       previous: list(
@@ -121,11 +180,17 @@ struct DeviceRestoreTests {
         entry("22:22:33:44:55:66", owner: "other"),  // another gateway's
         entry("33:22:33:44:55:66", owner: nil),  // no one's
         "{\"id\":\"X\"}", "17",  // malformed
+        entry("77:22:33:44:55:66", id: "11:22:33:44:55:66"),  // another device's address id
+        entry("77:22:33:44:55:66", id: "112233445566"),  // the same, compact
         entry("44:22:33:44:55:66"),  // taken
+        entry("66:22:33:44:55:66", owner: nil, restored: true),  // restored by a run of ours
         entry("55:22:33:44:55:66")),  // the registry is full
       now: t0)
-    #expect(restored.map(\.address) == [Fixture.address("44:22:33:44:55:66")])
-    #expect(outputs.published("/event").first?.json?["data"]?["invalid"] == 2)
+    #expect(
+      restored.map(\.address) == [
+        Fixture.address("44:22:33:44:55:66"), Fixture.address("66:22:33:44:55:66"),
+      ])
+    #expect(outputs.published("/event").first?.json?["data"]?["invalid"] == 4)
     #expect(bridge.registry.evictions == 0, "nothing is evicted for an earlier run's device")
     #expect(bridge.registry[Fixture.address("11:22:33:44:55:66")]?.lastSeen == t0)
   }
@@ -149,17 +214,15 @@ struct DeviceRestoreTests {
       previous: list(entry("A4:C1:38:1E:29:DF", id: "kitchen/thermo")), now: t0)
     #expect(restored.first?.previousID?.rawValue == "kitchen/thermo")
     #expect(restored.first?.id.rawValue == "A4C1381E29DF")
-    let clears = outputs.filter { $0.text == "" && $0.retain == true }.compactMap(\.topic)
     #expect(
-      clears == [
+      clears(outputs) == [
         "gatt2mqtt/kitchen/thermo/availability", "gatt2mqtt/kitchen/thermo/presence",
         "gatt2mqtt/kitchen/thermo/connection", "gatt2mqtt/kitchen/thermo/gatt",
       ])
     let value = bridge.leftover(
-      Fixture.address("A4:C1:38:1E:29:DF"),
-      topic: try TopicName("gatt2mqtt/kitchen/thermo/gatt/180f/2a19"))
-    #expect(value.map(\.topic) == ["gatt2mqtt/kitchen/thermo/gatt/180f/2a19"])
-    #expect(value.first?.text == "", "a value under the old name is cleared at once")
+      sensor, topic: try TopicName("gatt2mqtt/kitchen/thermo/gatt/180f/2a19"),
+      payload: Array("64".utf8))
+    #expect(clears(value) == ["gatt2mqtt/kitchen/thermo/gatt/180f/2a19"], "cleared at once")
   }
 
   @Test("an old name another device has now is not cleared")
@@ -170,7 +233,7 @@ struct DeviceRestoreTests {
       previous: list(entry("A4:C1:38:1E:29:DF", id: "kitchen")), now: t0)
     #expect(restored.count == 1)
     #expect(restored.first?.previousID == nil)
-    #expect(outputs.filter { $0.text == "" }.isEmpty)
+    #expect(clears(outputs).isEmpty)
   }
 }
 
@@ -193,7 +256,7 @@ struct DeviceRestoreOwnershipTests {
       .state(GatewayID("hall")), payload: hall.statePayload(online: true), now: t0)
     let list = """
       [{"id":"A4C1381E29DF","address":"A4:C1:38:1E:29:DF","addr_type":"public","owner":"pi",\
-      "availability":"online","last_seen":\(Int64((t0 - 5000) * 1000))},
+      "availability":"offline","last_seen":\(Int64((t0 - 5000) * 1000))},
       {"id":"112233445566","address":"11:22:33:44:55:66","addr_type":"public","owner":"hall",\
       "availability":"online"}]
       """
@@ -230,5 +293,74 @@ struct DeviceRestoreOwnershipTests {
       ).payload, now: t0)
     #expect(bridge.ownership?.owner(of: address) == GatewayID("hall"))
     #expect(clears(bridge.tick(now: t0 + 1)).isEmpty)
+  }
+}
+
+@Suite("Devices restored from an earlier run, in the central bridge")
+struct DeviceRestoreCentralTests {
+  let t0 = Fixture.t0
+  let sensor = GATTHarness.sensor
+  let list = Array(
+    #"[{"id":"A4C1381E29DF","address":"A4:C1:38:1E:29:DF","owner":"pi","availability":"online"}]"#
+      .utf8)
+
+  func bridge(policy: Set<BluetoothAddress> = []) -> CentralBridge {
+    var bridge = CentralBridge(
+      discovery: DiscoveryBridge(
+        topics: Fixture.topics,
+        configuration: .init(registry: DeviceRegistry(offlineAfter: 90, forgetAfter: 900))),
+      gatt: GATTBridge(
+        topics: Fixture.topics, configuration: .init(policy: ConnectionPolicy(addresses: policy))))
+    _ = bridge.restore(previous: list, now: t0)
+    return bridge
+  }
+
+  func clears(_ outputs: [CentralBridge.Output]) -> [String] {
+    outputs.compactMap {
+      switch $0 {
+      case .discovery(.publish(let topic, let payload, true)),
+        .gatt(.publish(let topic, let payload, true)):
+        payload.isEmpty ? topic.rawValue : nil
+      default: nil
+      }
+    }
+  }
+
+  @Test("forgotten without a link: the earlier run's connection and GATT tree are cleared")
+  func withoutALink() {
+    var bridge = bridge()
+    let cleared = clears(bridge.tick(now: t0 + 900))
+    #expect(cleared.contains("gatt2mqtt/A4C1381E29DF/connection"))
+    #expect(cleared.contains("gatt2mqtt/A4C1381E29DF/gatt"))
+  }
+
+  @Test(
+    "forgotten while this run keeps its link (configured by address): its connection state stays")
+  func withALink() {
+    var bridge = bridge(policy: [sensor])
+    var outputs = bridge.tick(now: t0)
+    // The configured link's attempt fails: the stack does not know the device (it waits for
+    // an advertisement, not live).
+    outputs += bridge.connections(now: t0) {
+      $0.connectFinished(sensor, error: CentralError(.notFound, message: "unknown"), now: t0)
+    }
+    for second in stride(from: 1.0, through: 901, by: 100) {
+      outputs += bridge.tick(now: t0 + second)
+    }
+    #expect(bridge.discovery.registry[sensor] == nil, "forgotten")
+    #expect(bridge.gatt?.state(of: sensor) != nil, "the link stays")
+    let cleared = clears(outputs)
+    #expect(cleared.contains("gatt2mqtt/A4C1381E29DF/availability"))
+    #expect(!cleared.contains("gatt2mqtt/A4C1381E29DF/connection"), "\(cleared)")
+  }
+
+  @Test("renamed before it is heard: the old id's connection and GATT tree are cleared too")
+  func renamed() throws {
+    var bridge = bridge()
+    let cleared = clears(
+      bridge.rename(sensor, to: try DeviceID(friendlyName: "porch"), now: t0 + 1))
+    #expect(cleared.contains("gatt2mqtt/A4C1381E29DF/connection"))
+    #expect(cleared.contains("gatt2mqtt/A4C1381E29DF/gatt"))
+    #expect(cleared.contains("gatt2mqtt/A4C1381E29DF/availability"))
   }
 }

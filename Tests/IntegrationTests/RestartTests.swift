@@ -55,25 +55,29 @@ struct RestartTests {
       broker: broker, id: id,
       extra: ["--radio", "simulated", "--world", try world(Self.first, "first.yaml")] + common)
     let (observer, seen) = try await observe(broker, "#")
-    @Sendable func retained(_ topic: String) async -> MQTTMessage? {
-      guard let (client, collector) = try? await observe(broker, topic) else { return nil }
+    /// The retained message a new subscriber to `topic` gets (throws when it cannot subscribe,
+    /// so that "nothing retained" is never a failed connection).
+    @Sendable func retained(_ topic: String) async throws -> MQTTMessage? {
+      let (client, collector) = try await observe(broker, topic)
       _ = await eventually(timeout: 2) { !collector.messages.isEmpty }
       await client.shutdown()
       return collector.messages.first { $0.retain && !$0.payload.isEmpty }
     }
-    @Sendable func retainedTopics(below filter: String) async -> Set<String> {
-      guard let (client, collector) = try? await observe(broker, filter) else { return [] }
+    @Sendable func retainedTopics(below filter: String) async throws -> Set<String> {
+      let (client, collector) = try await observe(broker, filter)
       try? await Task.sleep(for: .seconds(1))
       await client.shutdown()
       return Set(collector.messages.filter { $0.retain && !$0.payload.isEmpty }.map(\.topic))
     }
+    /// The last JSON payload seen on `topic` whose `key` is `value`.
+    @Sendable func last(_ topic: String, _ key: String, is value: String) -> JSONValue? {
+      seen.messages.compactMap { $0.topic == topic ? try? JSONValue.parse($0.payload) : nil }
+        .last { $0[key]?.stringValue == value }
+    }
     // The first run connects sim-gone, reads its tree and a value, makes its entities.
     #expect(
       await eventually(timeout: 20) {
-        seen.messages.contains {
-          $0.topic == "gatt2mqtt/\(gone)/connection"
-            && (try? JSONValue.parse($0.payload))?["state"] == "ready"
-        }
+        last("gatt2mqtt/\(gone)/connection", "state", is: "ready") != nil
       }, "log: \(run1.log)")
     try await observer.publish(
       MQTTMessage(
@@ -85,14 +89,15 @@ struct RestartTests {
       "gatt2mqtt/\(gone)/gatt/180f/2a19",
     ]
     for topic in goneTopics {
-      #expect(await eventually { await retained(topic) != nil }, "\(topic) after the first run")
+      #expect(
+        try await eventually { try await retained(topic) != nil }, "\(topic) after the first run")
     }
-    let configs = await retainedTopics(below: "homeassistant/+/gatt2mqtt_\(gone)/+/config")
+    let configs = try await retainedTopics(below: "homeassistant/+/gatt2mqtt_\(gone)/+/config")
     #expect(configs.count >= 3, "\(configs)")
     // Its devices list names both devices.
     #expect(
-      await eventually {
-        let list = await retained("gatt2mqtt/bridge/\(id)/devices")
+      try await eventually {
+        let list = try await retained("gatt2mqtt/bridge/\(id)/devices")
         let ids = (list.flatMap { try? JSONValue.parse($0.payload) }?.arrayValue ?? []).compactMap {
           $0["id"]?.stringValue
         }
@@ -109,34 +114,27 @@ struct RestartTests {
         "--radio", "simulated", "--world", try world(Self.second, "second.yaml"),
         "--bluetooth.offline_after", "2", "--bluetooth.forget_after", "4",
       ] + common)
+    let events = "gatt2mqtt/bridge/\(id)/event"
     #expect(
-      await eventually(timeout: 15) {
-        seen.messages.contains {
-          $0.topic == "gatt2mqtt/bridge/\(id)/event"
-            && (try? JSONValue.parse($0.payload))?["type"] == "devices_restored"
-        }
-      }, "log: \(run2.log)")
-    let restored = seen.messages.last {
-      $0.topic == "gatt2mqtt/bridge/\(id)/event"
-        && (try? JSONValue.parse($0.payload))?["type"] == "devices_restored"
-    }
+      await eventually(timeout: 15) { last(events, "type", is: "devices_restored") != nil },
+      "log: \(run2.log)")
     // sim-gone, and sim-stays when the list came back before sim-stays was heard.
-    let count = restored.flatMap { try? JSONValue.parse($0.payload) }?["data"]?["devices"]
+    let count = last(events, "type", is: "devices_restored")?["data"]?["devices"]
     #expect(count == 1 || count == 2, "\(String(describing: count))")
     for topic in goneTopics {
-      #expect(await eventually(timeout: 15) { await retained(topic) == nil }, "\(topic)")
+      #expect(try await eventually(timeout: 15) { try await retained(topic) == nil }, "\(topic)")
     }
     #expect(
-      await eventually(timeout: 15) {
-        await retainedTopics(below: "homeassistant/+/gatt2mqtt_\(gone)/+/config").isEmpty
+      try await eventually(timeout: 15) {
+        try await retainedTopics(below: "homeassistant/+/gatt2mqtt_\(gone)/+/config").isEmpty
       })
     // The device that is still heard keeps its state; the list no longer names sim-gone.
-    #expect(await retained("gatt2mqtt/\(stays)/availability") != nil)
+    #expect(try await retained("gatt2mqtt/\(stays)/availability") != nil)
     #expect(
-      !(await retainedTopics(below: "homeassistant/+/gatt2mqtt_\(stays)/+/config").isEmpty))
+      !(try await retainedTopics(below: "homeassistant/+/gatt2mqtt_\(stays)/+/config").isEmpty))
     #expect(
-      await eventually {
-        let list = await retained("gatt2mqtt/bridge/\(id)/devices")
+      try await eventually {
+        let list = try await retained("gatt2mqtt/bridge/\(id)/devices")
         let ids = (list.flatMap { try? JSONValue.parse($0.payload) }?.arrayValue ?? []).compactMap {
           $0["id"]?.stringValue
         }

@@ -87,7 +87,8 @@ def devices_ready():
 snapshot = wait_for(devices_ready, 30)
 check("/api/state: base, gateway, the retained devices list with the simulated devices, connected ones ready",
       snapshot and snapshot["base"] == "gatt2mqtt" and snapshot["gateway"] == GW, json.dumps(state())[:1500])
-devices = {d["name"]: d for d in snapshot["retained"][f"gatt2mqtt/bridge/{GW}/devices"]} if snapshot else {}
+# (the peripheral's centrals are in the list too, without a name)
+devices = {d["name"]: d for d in snapshot["retained"][f"gatt2mqtt/bridge/{GW}/devices"] if "name" in d} if snapshot else {}
 check("/api/state: retained GATT trees and bridge state are in the snapshot",
       snapshot and f"gatt2mqtt/{devices['sim-battery']['id']}/gatt" in snapshot["retained"]
       and snapshot["retained"].get(f"gatt2mqtt/bridge/{GW}/state", {}).get("state") == "online")

@@ -74,9 +74,9 @@ struct WebHubTests {
     #expect(hub.open() != nil)
     let waiter = hub.expect(topic: "r") { _ in true }
     hub.finish()
-    #expect(await WebRequests.first(waiter.answer, timeout: .seconds(5)) == nil)
+    #expect(await waiter.answer.first(within: .seconds(5)) == nil)
     let late = hub.expect(topic: "r") { _ in true }
-    #expect(await WebRequests.first(late.answer, timeout: .seconds(5)) == nil)
+    #expect(await late.answer.first(within: .seconds(5)) == nil)
   }
 
   @Test("an answer is recognised by its transaction; others on the topic are not")
@@ -87,10 +87,10 @@ struct WebHubTests {
     hub.record(topic: "elsewhere", payload: Array(#"{"transaction":"web-1"}"#.utf8), retain: false)
     hub.record(
       topic: "r", payload: Array(#"{"status":"ok","transaction":"web-1"}"#.utf8), retain: false)
-    let answer = await WebRequests.first(waiter.answer, timeout: .seconds(2))
+    let answer = await waiter.answer.first(within: .seconds(2))
     #expect(answer?.payload == Array(#"{"status":"ok","transaction":"web-1"}"#.utf8))
     let none = hub.expect(topic: "r") { _ in false }
-    #expect(await WebRequests.first(none.answer, timeout: .milliseconds(50)) == nil)
+    #expect(await none.answer.first(within: .milliseconds(50)) == nil)
     hub.cancel(none.id)
   }
 }
