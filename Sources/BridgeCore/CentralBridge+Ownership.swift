@@ -206,7 +206,8 @@ extension CentralBridge {
         case .discovery(.publish(let name, let payload, true)),
           .gatt(.publish(let name, let payload, true)):
           guard payload.isEmpty,
-            let address = topics.deviceAddress(of: name) ?? namedAddress(of: name),
+            let address = topics.deviceAddress(of: name) ?? namedAddress(of: name)
+              ?? discovery.homeAssistant?.deviceAddress(ofConfig: name),
             ownership.owns(address) || restored.contains(address)
           else { continue }
           guard heldClears.count < heldClearLimit else {
@@ -241,7 +242,11 @@ extension CentralBridge {
       if ownership.isSuspended { return false }
       // What an earlier run of this gateway left for a device it forgot that no gateway owns
       // now: no one else would ever clear it.
-      if retained, output.isClear, restored.contains(address), ownership.owner(of: address) == nil {
+      // An earlier run of this gateway left for it, and no gateway owns it now: no one else
+      // would clear it, or say it went offline and away.
+      if retained, restored.contains(address), ownership.owner(of: address) == nil,
+        discovery.registry[address]?.restored ?? true
+      {
         return true
       }
       // Answering for a device no one owns: replies and results, never retained state.
@@ -346,15 +351,6 @@ extension CentralBridge {
 }
 
 extension CentralBridge.Output {
-  /// Whether this clears a retained message (an empty retained publication).
-  var isClear: Bool {
-    switch self {
-    case .discovery(.publish(_, let payload, true)), .gatt(.publish(_, let payload, true)):
-      payload.isEmpty
-    default: false
-    }
-  }
-
   /// Whether this publishes to MQTT (a publication or an MQTT 5 reply).
   var isPublication: Bool {
     switch self {

@@ -146,9 +146,11 @@ public struct CentralBridge: Sendable {
     var outputs = connections(now: now) { gatt in gone.flatMap { gatt.forgotten($0) } }
     // A restored device's `connection` and `gatt` are the earlier run's unless this run has
     // a link for it (then they are this run's, cleared with the link).
-    for address in gone where restored.contains(address) && gatt?.links[address] == nil {
-      guard let id = gatt?.name(of: address) else { continue }
-      let clears = [discovery.topics.connection(id), discovery.topics.gatt(id)].map {
+    for address in gone where restored.contains(address) {
+      let values = discovery.takeValueLeftovers(address)
+      guard let gatt, gatt.links[address] == nil else { continue }
+      let id = gatt.name(of: address)
+      let clears = ([discovery.topics.connection(id), discovery.topics.gatt(id)] + values).map {
         Output.discovery(.publish(topic: $0, payload: [], retain: true))
       }
       outputs += ownership == nil ? clears : holdingClears(clears)
@@ -216,8 +218,25 @@ public struct CentralBridge: Sendable {
   public mutating func leftover(_ address: BluetoothAddress, topic: TopicName, payload: [UInt8])
     -> [Output]
   {
-    holdingClears(
+    // A value topic of a device this run keeps a link to is this run's.
+    if gatt?.links[address] != nil, topic.rawValue.hasPrefix(discovery.topics.base + "/") {
+      return []
+    }
+    return holdingClears(
       discovery.leftover(address, topic: topic, payload: payload).map(Output.discovery))
+  }
+
+  /// Holds the devices list back until ``restore(previous:now:)`` or ``releaseDevicesList()``
+  /// (``DiscoveryBridge/holdsDevicesList``): its first publication would replace the list an
+  /// earlier run left before it is read.
+  public mutating func holdDevicesList() {
+    discovery.holdsDevicesList = true
+  }
+
+  /// Lets the devices list go out without a restore (``DiscoveryBridge/holdsDevicesList``):
+  /// none was possible or wanted.
+  public mutating func releaseDevicesList() {
+    discovery.holdsDevicesList = false
   }
 
   /// The search for leftovers is over (``DiscoveryBridge/leftoverSearchEnded()``).

@@ -148,6 +148,16 @@ public struct DeviceRegistry: Sendable {
     return record
   }
 
+  /// Marks a known device ``DeviceRecord/restored``: an earlier run left retained state for it
+  /// too (``DiscoveryBridge/restore(previous:now:)``).
+  ///
+  /// - Parameter address: The device's address.
+  /// - Returns: Its record, or `nil` for an unknown device.
+  public mutating func markRestored(_ address: BluetoothAddress) -> DeviceRecord? {
+    byAddress[address]?.restored = true
+    return byAddress[address]
+  }
+
   /// Updates a known device's record from its advertisement.
   ///
   /// - Returns: Whether it came back online, and whether what the devices list shows changed.

@@ -12,8 +12,11 @@ extension DiscoveryBridge {
   /// What an earlier run left behind for one restored device: the retained topics found for
   /// it besides its fixed ones (Home Assistant configs, retained values).
   struct Leftovers: Sendable {
-    /// Found, to clear when the device is forgotten.
+    /// Home Assistant configs found, to clear when the device is forgotten.
     var topics: Set<TopicName> = []
+    /// Retained values found (`<base>/<dev>/gatt/<svc>/<chr>`), to clear when the device is
+    /// forgotten unless this run keeps a link to it (``takeValueLeftovers(_:)``).
+    var values: Set<TopicName> = []
     /// The device was forgotten: what is found from now on is cleared at once.
     var forgotten = false
   }
@@ -74,21 +77,25 @@ extension DiscoveryBridge {
       guard
         owner?.stringValue == topics.gateway.rawValue
           || (owner == .null && entry["restored"] == true),
-        let record = registry.restore(listed.record)
+        leftovers[listed.record.address] == nil,
+        // A device heard already keeps its record; what the earlier run left is its too.
+        let record = registry.markRestored(listed.record.address)
+          ?? registry.restore(listed.record)
       else { continue }
       var device = RestoredDevice(address: record.address, id: record.id)
+      // (With fleet ownership an old name's topics are not this gateway's to judge: another
+      // gateway may publish under it.)
       if listed.id != record.id, registry.record(for: listed.id) == nil,
-        !registry.naming.friendlyNames.values.contains(listed.id)
+        !registry.naming.friendlyNames.values.contains(listed.id), owners == nil
       {
         device.previousID = listed.id
-        if !othersOwn(record.address) {
-          outputs += fixedTopics(listed.id).map { .publish(topic: $0, payload: [], retain: true) }
-        }
+        outputs += fixedTopics(listed.id).map { .publish(topic: $0, payload: [], retain: true) }
       }
       leftovers[record.address] = Leftovers()
       restored.append(device)
     }
     if !restored.isEmpty { devicesChanged = true }
+    holdsDevicesList = false
     var data: JSONObject = ["devices": .integer(Int64(restored.count))]
     if invalid > 0 { data["invalid"] = .integer(Int64(invalid)) }
     if let problem { data["message"] = .string(problem) }
@@ -117,9 +124,12 @@ extension DiscoveryBridge {
     -> [BridgeOutput]
   {
     guard var found = leftovers[address], !payload.isEmpty, !othersOwn(address) else { return [] }
+    // Heard again after it was forgotten: a device of this run, its topics this run's.
+    if let record = registry[address], !record.restored { return [] }
     let name = topic.rawValue
     let clear: [BridgeOutput] = [.publish(topic: topic, payload: [], retain: true)]
-    if name.hasPrefix(topics.base + "/") {
+    let isValue = name.hasPrefix(topics.base + "/")
+    if isValue {
       // `<base>/<dev>/gatt/<svc>/<chr>`: not a topic of another device whose name starts with
       // `<dev>/gatt/` (`kitchen/gatt/x/availability`).
       guard let cut = name.lastIndex(of: "/"),
@@ -129,17 +139,27 @@ extension DiscoveryBridge {
         !registry.naming.friendlyNames.values.contains(owner)
       else { return [] }
       if let record = registry[address], !name.hasPrefix(topics.gatt(record.id).rawValue + "/") {
-        return clear  // under an id the device no longer has
+        // Under an id the device no longer has (not judged with fleet ownership: another
+        // gateway may publish under it).
+        return owners == nil ? clear : []
       }
     } else {
       guard case .object(let config) = try? JSONValue.parse(payload),
         config["device"]?["via_device"]?.stringValue
-          == "gatt2mqtt_bridge_\(topics.gateway.rawValue)"
+          == "gatt2mqtt_bridge_\(topics.gateway.rawValue)",
+        // With fleet ownership only a config whose device the ownership filter can tell.
+        owners == nil || homeAssistant != nil,
+        // One this run publishes itself.
+        homeAssistant?.configTopics(of: address).contains(topic) != true
       else { return [] }
     }
     if found.forgotten || registry[address] == nil { return clear }
-    guard found.topics.count < Self.leftoverLimit else { return [] }
-    found.topics.insert(topic)
+    guard found.topics.count + found.values.count < Self.leftoverLimit else { return [] }
+    if isValue {
+      found.values.insert(topic)
+    } else {
+      found.topics.insert(topic)
+    }
     leftovers[address] = found
     return []
   }
@@ -149,19 +169,34 @@ extension DiscoveryBridge {
     leftovers = leftovers.filter { !$0.value.forgotten }
   }
 
-  /// The clears of what an earlier run left for a device being forgotten: its leftovers, and
-  /// without a connection half (which clears them, unless it keeps the device's link) its
-  /// `connection` and `gatt`. Nothing for a device this run did not restore, or one another
-  /// gateway owns now.
+  /// The clears of what an earlier run left for a device being forgotten: its Home Assistant
+  /// configs, and without a connection half its `connection`, `gatt` and retained values (with
+  /// one, ``takeValueLeftovers(_:)`` hands them over: they are this run's while it keeps a
+  /// link). Nothing for a device this run did not restore, or one another gateway owns now.
   mutating func leftoverClears(_ record: DeviceRecord) -> [BridgeOutput] {
     guard let found = leftovers[record.address], !found.forgotten else { return [] }
-    leftovers[record.address] = Leftovers(forgotten: true)
+    leftovers[record.address] = Leftovers(values: found.values, forgotten: true)
     guard !othersOwn(record.address) else { return [] }
     var clears = found.topics.sorted()
     if !tracksForgotten {
-      clears = [topics.connection(record.id), topics.gatt(record.id)] + clears
+      clears =
+        [topics.connection(record.id), topics.gatt(record.id)] + found.values.sorted() + clears
+      leftovers[record.address]?.values = []
     }
     return clears.map { .publish(topic: $0, payload: [], retain: true) }
+  }
+
+  /// The retained values an earlier run left for a restored device just forgotten, for the
+  /// connection half to clear when it keeps no link to it; taken once.
+  ///
+  /// - Parameter address: The device.
+  /// - Returns: The value topics.
+  mutating func takeValueLeftovers(_ address: BluetoothAddress) -> [TopicName] {
+    guard let values = leftovers[address]?.values, leftovers[address]?.forgotten == true else {
+      return []
+    }
+    leftovers[address]?.values = []
+    return othersOwn(address) ? [] : values.sorted()
   }
 
   /// Whether another gateway owns the device now (fleet ownership): what an earlier run left

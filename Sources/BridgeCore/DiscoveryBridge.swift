@@ -135,6 +135,9 @@ public struct DiscoveryBridge: Sendable {
   /// The devices restored from an earlier run's devices list, with what it left for them
   /// (``restore(previous:now:)``).
   var leftovers: [BluetoothAddress: Leftovers] = [:]
+  /// Whether the devices list waits for ``restore(previous:now:)`` (or ``releaseDevicesList()``):
+  /// the first publication would replace the list an earlier run left before it is read.
+  public var holdsDevicesList = false
 
   /// Makes a bridge that knows no adapter or device yet.
   ///
@@ -221,7 +224,9 @@ public struct DiscoveryBridge: Sendable {
     for report in presence.expire(now: now) {
       outputs += presenceOutputs(report.address, report.reading)
     }
-    if devicesChanged, devicesPublished.map({ now - $0 >= devicesInterval || now < $0 }) ?? true {
+    if devicesChanged, !holdsDevicesList,
+      devicesPublished.map({ now - $0 >= devicesInterval || now < $0 }) ?? true
+    {
       outputs.append(devicesListOutput())
       devicesChanged = false
       devicesPublished = now

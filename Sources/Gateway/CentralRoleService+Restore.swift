@@ -6,7 +6,9 @@ extension CentralRoleService {
   /// How long the subscriptions that look for what an earlier run left stay after the last
   /// one is acknowledged (the broker sent the retained messages before its SUBACK; this is
   /// the time for them to pass through the client).
-  static let leftoverWindow: Duration = .seconds(5)
+  static let leftoverWindow: Duration = .seconds(3)
+  /// Filters subscribed at once in the search for leftovers.
+  static let leftoverBatch = 100
 
   /// Takes back the devices an earlier run of this gateway left in its retained devices list
   /// (``CentralBridge/restore(previous:now:)``), then looks for the retained topics it left for
@@ -48,26 +50,62 @@ extension CentralRoleService {
       }
       search.homeAssistantPrefix = homeAssistantPrefix + "/"
     }
-    // All at once (the broker answers them in order): the last one's SUBACK means every
-    // retained message of the others was sent before it.
-    for filter in filters.dropLast() { client.addSubscription(filter) }
-    do {
-      try await client.subscribe(filters[filters.count - 1], qos: .atLeastOnce)
-      try? await Task.sleep(for: Self.leftoverWindow)
-    } catch {
-      if error.code != .cancelled {
-        logger.warning(
-          "cannot look for what an earlier run left: \(error)",
-          metadata: ["mqtt.topic": "\(filters[filters.count - 1])"])
+    // In batches, each acknowledged before the next: the broker sends a batch's retained
+    // messages before its last SUBACK, and queues only so many for a client (mosquitto:
+    // `max_queued_messages`, 1000 by default) — thousands at once would be dropped there.
+    var batches = stride(from: 0, to: filters.count, by: Self.leftoverBatch).map {
+      filters[$0..<min($0 + Self.leftoverBatch, filters.count)]
+    }[...]
+    while let batch = batches.popFirst(), !Task.isCancelled {
+      for filter in batch.dropLast() { client.addSubscription(filter) }
+      do {
+        try await client.subscribe(batch[batch.endIndex - 1], qos: .atLeastOnce)
+      } catch {
+        if error.code != .cancelled {
+          logger.warning(
+            "cannot look for what an earlier run left: \(error)",
+            metadata: ["mqtt.topic": "\(batch[batch.endIndex - 1])"])
+        }
+        break
       }
+      try? await Task.sleep(for: .milliseconds(200))  // for the batch's messages to drain
     }
-    for filter in filters { try? await client.unsubscribe(filter) }
+    try? await Task.sleep(for: Self.leftoverWindow)
+    await withTaskGroup(of: Void.self) { group in
+      for filter in filters { group.addTask { try? await client.unsubscribe(filter) } }
+    }
+    let (found, dropped) = leftoverSearch.withLock { ($0.found, $0.dropped) }
+    logger.info(
+      "found \(found) retained topics an earlier run left for \(devices.count) restored devices",
+      metadata: dropped > 0 ? ["mqtt.dropped": "\(dropped)"] : [:])
+    if dropped > 0 {
+      logger.warning(
+        "\(dropped) retained messages an earlier run left were dropped on the way in (too large, or the buffer was full); they stay retained"
+      )
+    }
     leftoverSearch.withLock { $0 = LeftoverSearch() }
     driver.feed { bridge, _ in
       bridge.leftoverSearchEnded()
       return []
     }
     return devices.count
+  }
+
+  /// Holds the devices list back until ``restore(previous:client:homeAssistantPrefix:)`` or
+  /// ``releaseDevicesList()`` (``DiscoveryBridge/holdsDevicesList``).
+  public func holdDevicesList() {
+    driver.feed { bridge, _ in
+      bridge.holdDevicesList()
+      return []
+    }
+  }
+
+  /// Lets the devices list go out: no earlier run's list is to be restored.
+  public func releaseDevicesList() {
+    driver.feed { bridge, _ in
+      bridge.releaseDevicesList()
+      return []
+    }
   }
 
   /// Takes a message that answers the search for what an earlier run left
@@ -79,9 +117,13 @@ extension CentralRoleService {
     guard let address = leftoverSearch.withLock({ $0.device(of: message.topic) }) else {
       return false
     }
-    guard message.retain, !message.payload.isEmpty, message.discarded == nil,
-      let topic = try? TopicName(message.topic)
+    guard message.retain, !message.payload.isEmpty, let topic = try? TopicName(message.topic)
     else { return true }
+    guard message.discarded == nil else {
+      leftoverSearch.withLock { $0.dropped += 1 }
+      return true
+    }
+    leftoverSearch.withLock { $0.found += 1 }
     driver.feed { bridge, _ in bridge.leftover(address, topic: topic, payload: message.payload) }
     return true
   }
@@ -95,6 +137,10 @@ struct LeftoverSearch: Sendable {
   var nodes: [String: BluetoothAddress] = [:]
   /// `<base>/<dev>/gatt/` → device.
   var values: [String: BluetoothAddress] = [:]
+  /// Retained messages taken.
+  var found = 0
+  /// Retained messages that arrived without their payload.
+  var dropped = 0
 
   /// The device a topic found by the search is about: `<prefix>/<component>/<node>/<object>/config`
   /// or `<base>/<dev>/gatt/<svc>/<chr>`.

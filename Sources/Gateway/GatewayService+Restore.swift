@@ -6,7 +6,7 @@ extension GatewayService {
   /// How long the gateway waits, after the broker acknowledged its subscription, for the
   /// devices list an earlier run left (the broker sent it before the acknowledgement; this is
   /// the time for it to pass through the client).
-  static let previousDevicesWait: Duration = .seconds(5)
+  static let previousDevicesWait: Duration = .seconds(2)
 
   /// Takes the first retained `<base>/bridge/<gw>/devices` the broker hands back: the list an
   /// earlier run of this gateway left (its own publications arrive unretained).
@@ -33,6 +33,9 @@ extension GatewayService {
   /// `gateway.id` is online: the list would be that run's, its devices alive.
   func restorePreviousDevices() async {
     guard let centralRole else { return }
+    // Whatever happens below, the devices list goes out in the end.
+    var restored = false
+    defer { if !restored { centralRole.releaseDevicesList() } }
     let filter = topics.bridgeDevices.rawValue
     do {
       try await client.subscribe(filter)
@@ -45,12 +48,20 @@ extension GatewayService {
     let payload = await previousDevices.first(within: Self.previousDevicesWait)
     try? await client.unsubscribe(filter)
     guard let payload, !Task.isCancelled else { return }
-    guard duplicates.withLock({ $0.mayAct }) else {
+    // The broker hands our own `online` state back around the same time (after a reconnect
+    // its subscription may come later than this one's).
+    var clear = duplicates.withLock { $0.mayAct }
+    for _ in 0..<50 where !clear {
+      try? await Task.sleep(for: .milliseconds(100))
+      clear = duplicates.withLock { $0.mayAct }
+    }
+    guard clear else {
       logger.warning(
         "the devices list an earlier run left is not restored: another run with this gateway.id may be online"
       )
       return
     }
+    restored = true
     await centralRole.restore(
       previous: payload, client: client, homeAssistantPrefix: configuration.homeAssistant.prefix)
   }
@@ -58,7 +69,8 @@ extension GatewayService {
   /// Subscribes to the gateway's own retained devices list (before any publication of it by
   /// this run).
   func subscribeToPreviousDevices() {
-    guard centralRole != nil else { return }
+    guard let centralRole else { return }
+    centralRole.holdDevicesList()
     client.addSubscription(topics.bridgeDevices.rawValue)
   }
 }

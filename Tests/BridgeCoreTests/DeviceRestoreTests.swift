@@ -163,8 +163,55 @@ struct DeviceRestoreTests {
       #expect(
         bridge.leftover(sensor, topic: try TopicName(topic), payload: payload).isEmpty, "\(topic)")
     }
-    let cleared = clears(bridge.tick(now: t0 + 2000))
-    #expect(!cleared.contains { $0.hasPrefix("homeassistant/") }, "\(cleared)")
+    let cleared = clears(bridge.forget(sensor))
+    #expect(cleared.contains("gatt2mqtt/A4C1381E29DF/availability"))
+    #expect(
+      !cleared.contains { $0.hasPrefix("homeassistant/") || $0.contains("kitchen/gatt/x") },
+      "\(cleared)")
+  }
+
+  @Test(
+    "a device heard before the list came back is restored too: what the earlier run left is cleared when it is forgotten"
+  )
+  func heardBeforeTheList() throws {
+    var bridge = bridge()
+    _ = bridge.handle(.deviceUpdated(Fixture.advert(rssi: -50)), now: t0)
+    let (_, restored) = bridge.restore(previous: list(entry("A4:C1:38:1E:29:DF")), now: t0 + 1)
+    #expect(restored.map(\.address) == [sensor])
+    #expect(bridge.registry[sensor]?.restored == true)
+    #expect(bridge.registry[sensor]?.lastSeen == t0, "its record is kept")
+    let topic = try TopicName("gatt2mqtt/A4C1381E29DF/gatt/180f/2a19")
+    #expect(bridge.leftover(sensor, topic: topic, payload: Array("64".utf8)).isEmpty)
+    let cleared = clears(bridge.tick(now: t0 + 900))
+    #expect(cleared.contains(topic.rawValue))
+    #expect(cleared.contains("gatt2mqtt/A4C1381E29DF/connection"))
+  }
+
+  @Test("heard again after it was forgotten: what the search finds now is this run's, not cleared")
+  func heardAgainAfterForgotten() throws {
+    var bridge = bridge()
+    _ = bridge.restore(
+      previous: list(entry("A4:C1:38:1E:29:DF", availability: "offline", lastSeen: t0 - 7200)),
+      now: t0)
+    _ = bridge.tick(now: t0)  // forgotten
+    _ = bridge.handle(.deviceUpdated(Fixture.advert(rssi: -50)), now: t0 + 1)
+    #expect(bridge.registry[sensor]?.restored == false)
+    let topic = try TopicName("homeassistant/sensor/gatt2mqtt_A4C1381E29DF/2a19/config")
+    #expect(bridge.leftover(sensor, topic: topic, payload: config).isEmpty)
+    #expect(!clears(bridge.tick(now: t0 + 2)).contains(topic.rawValue))
+  }
+
+  @Test(
+    "the devices list waits for the restore: the earlier run's list is not replaced before it is read"
+  )
+  func listHeldUntilRestored() {
+    var bridge = bridge()
+    bridge.holdsDevicesList = true
+    _ = bridge.handle(.deviceUpdated(Fixture.advert(rssi: -50)), now: t0)
+    #expect(bridge.tick(now: t0).published("/devices").isEmpty)
+    #expect(bridge.tick(now: t0 + 10).published("/devices").isEmpty)
+    _ = bridge.restore(previous: list(), now: t0 + 11)
+    #expect(bridge.tick(now: t0 + 11).published("/devices").count == 1)
   }
 
   @Test(
@@ -176,7 +223,7 @@ struct DeviceRestoreTests {
     _ = bridge.handle(.deviceUpdated(Fixture.advert("11:22:33:44:55:66", rssi: -50)), now: t0)
     let (outputs, restored) = bridge.restore(
       previous: list(
-        entry("11:22:33:44:55:66", lastSeen: t0 - 5),  // known
+        entry("11:22:33:44:55:66", lastSeen: t0 - 5),  // known: marked, its record kept
         entry("22:22:33:44:55:66", owner: "other"),  // another gateway's
         entry("33:22:33:44:55:66", owner: nil),  // no one's
         "{\"id\":\"X\"}", "17",  // malformed
@@ -188,7 +235,8 @@ struct DeviceRestoreTests {
       now: t0)
     #expect(
       restored.map(\.address) == [
-        Fixture.address("44:22:33:44:55:66"), Fixture.address("66:22:33:44:55:66"),
+        Fixture.address("11:22:33:44:55:66"), Fixture.address("44:22:33:44:55:66"),
+        Fixture.address("66:22:33:44:55:66"),
       ])
     #expect(outputs.published("/event").first?.json?["data"]?["invalid"] == 4)
     #expect(bridge.registry.evictions == 0, "nothing is evicted for an earlier run's device")
@@ -244,7 +292,7 @@ struct DeviceRestoreOwnershipTests {
 
   /// Gateway `pi` with ownership on; `pi` and `hall` online; it restores the sensor, which it
   /// owned, last seen long ago.
-  func restoredBridge() -> CentralBridge {
+  func restoredBridge(availability: String = "offline") -> CentralBridge {
     var bridge = CentralBridge(
       discovery: DiscoveryBridge(topics: Fixture.topics, configuration: .init(devicesInterval: 0)),
       gatt: GATTBridge(topics: Fixture.topics),
@@ -256,7 +304,7 @@ struct DeviceRestoreOwnershipTests {
       .state(GatewayID("hall")), payload: hall.statePayload(online: true), now: t0)
     let list = """
       [{"id":"A4C1381E29DF","address":"A4:C1:38:1E:29:DF","addr_type":"public","owner":"pi",\
-      "availability":"offline","last_seen":\(Int64((t0 - 5000) * 1000))},
+      "availability":"\(availability)","last_seen":\(Int64((t0 - 5000) * 1000))},
       {"id":"112233445566","address":"11:22:33:44:55:66","addr_type":"public","owner":"hall",\
       "availability":"online"}]
       """
@@ -280,6 +328,18 @@ struct DeviceRestoreOwnershipTests {
     let cleared = clears(bridge.tick(now: t0 + 1))
     #expect(cleared.contains("gatt2mqtt/A4C1381E29DF/availability"))
     #expect(cleared.contains("gatt2mqtt/A4C1381E29DF/connection"))
+  }
+
+  @Test("a restored device no gateway owns goes offline on schedule, said by this gateway")
+  func unownedGoesOffline() {
+    var bridge = restoredBridge(availability: "online")
+    let offline = bridge.tick(now: t0 + 91)
+    var states: [String] = []
+    for case .discovery(.publish(let topic, let payload, true)) in offline
+    where topic.rawValue == "gatt2mqtt/A4C1381E29DF/availability" {
+      states.append(String(decoding: payload, as: UTF8.self))
+    }
+    #expect(states == [#"{"state":"offline"}"#])
   }
 
   @Test("a restored device another gateway owns now: its topics are the owner's, none is cleared")
@@ -352,6 +412,28 @@ struct DeviceRestoreCentralTests {
     let cleared = clears(outputs)
     #expect(cleared.contains("gatt2mqtt/A4C1381E29DF/availability"))
     #expect(!cleared.contains("gatt2mqtt/A4C1381E29DF/connection"), "\(cleared)")
+  }
+
+  @Test(
+    "retained values the earlier run left: cleared with the device, kept while this run has a link")
+  func valuesAndLinks() throws {
+    let value = try TopicName("gatt2mqtt/A4C1381E29DF/gatt/180f/2a19")
+    var unlinked = bridge()
+    _ = unlinked.leftover(sensor, topic: value, payload: Array("64".utf8))
+    #expect(clears(unlinked.tick(now: t0 + 900)).contains(value.rawValue))
+
+    var linked = bridge(policy: [sensor])
+    _ = linked.tick(now: t0)
+    _ = linked.connections(now: t0) {
+      $0.connectFinished(sensor, error: CentralError(.notFound, message: "unknown"), now: t0)
+    }
+    #expect(linked.leftover(sensor, topic: value, payload: Array("64".utf8)).isEmpty)
+    var outputs: [CentralBridge.Output] = []
+    for second in stride(from: 1.0, through: 901, by: 100) {
+      outputs += linked.tick(now: t0 + second)
+    }
+    #expect(linked.discovery.registry[sensor] == nil)
+    #expect(!clears(outputs).contains(value.rawValue), "this run's link publishes it")
   }
 
   @Test("renamed before it is heard: the old id's connection and GATT tree are cleared too")
