@@ -147,6 +147,11 @@ public struct CentralBridge: Sendable {
     // A restored device's `connection` and `gatt` are the earlier run's unless this run has
     // a link for it (then they are this run's, cleared with the link).
     for address in gone where restored.contains(address) {
+      // With fleet ownership: the claim an earlier run of this gateway left.
+      if let arbiter = ownership, !arbiter.isSuspended, arbiter.claimedByEarlierRun(address) {
+        outputs.append(
+          .fleet(.claim(topic: discovery.topics.owner(DeviceID(address: address)), payload: [])))
+      }
       let values = discovery.takeValueLeftovers(address)
       guard let gatt, gatt.links[address] == nil else { continue }
       let id = gatt.name(of: address)

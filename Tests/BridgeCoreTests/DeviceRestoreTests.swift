@@ -330,6 +330,27 @@ struct DeviceRestoreOwnershipTests {
     #expect(cleared.contains("gatt2mqtt/A4C1381E29DF/connection"))
   }
 
+  @Test(
+    "the claim an earlier run of this gateway left is cleared when the restored device is forgotten"
+  )
+  func earlierRunsClaimIsCleared() throws {
+    var bridge = restoredBridge()
+    let address = Fixture.address("A4:C1:38:1E:29:DF")
+    _ = bridge.fleetMessage(
+      .owner(address),
+      payload: OwnershipClaim(
+        gateway: GatewayID("pi"), instance: "run-old", rssi: -50, reason: "unowned"
+      )
+      .payload, now: t0)
+    #expect(bridge.ownership?.owner(of: address) == nil, "not a run that is online")
+    let outputs = bridge.tick(now: t0 + 1)
+    var cleared: [String] = []
+    for case .fleet(.claim(let topic, let payload)) in outputs where payload.isEmpty {
+      cleared.append(topic.rawValue)
+    }
+    #expect(cleared == ["gatt2mqtt/A4C1381E29DF/owner"])
+  }
+
   @Test("a restored device no gateway owns goes offline on schedule, said by this gateway")
   func unownedGoesOffline() {
     var bridge = restoredBridge(availability: "online")

@@ -35,10 +35,16 @@ async def run(lab):
     for mtu in (23, 247):
         # P4: a central finds the service by its advertised UUID, subscribes, gets the current
         # text (the last one published).
+        before = mqtt.mark()
         central = await lab.peer("central", mtu=mtu, name=f"central-mtu{mtu}")
         ev = await central.wait("text", timeout=180)
         lab.check(ev["mtu"] == mtu, f"central MTU {ev['mtu']}, wanted {mtu}")
         lab.check(bytes.fromhex(ev["hex"]) == current, f"MTU {mtu}: current text differs: {ev['text'][:60]!r}")
+        # Its `sent` event can reach MQTT after the central has the text: taken before the
+        # first mark below, so that each later `sent` is the new text's.
+        await mqtt.expect("gatt2mqtt/bridge/lab/peripheral/event", after=before, timeout=60,
+                          where=lambda m: m.json().get("type") == "sent"
+                          and m.json().get("bytes") == len(current))
         # P6: every new text while subscribed is a new, complete message.
         for size in sizes:
             text = text_of(size)

@@ -188,6 +188,16 @@ public struct OwnershipArbiter: Sendable {
     devices[address]?.claim.flatMap { valid($0) ? $0.gateway : nil }
   }
 
+  /// Whether the device's retained claim names this gateway in another run (one that stopped
+  /// or died): left, no one else clears it.
+  ///
+  /// - Parameter address: The device.
+  /// - Returns: `true` for a claim by this gateway's id and another instance.
+  public func claimedByEarlierRun(_ address: BluetoothAddress) -> Bool {
+    guard let claim = devices[address]?.claim else { return false }
+    return claim.gateway == gateway && claim.instance != instance
+  }
+
   /// Whether this gateway owns the device.
   ///
   /// - Parameter address: The device.
