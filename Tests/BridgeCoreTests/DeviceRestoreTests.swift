@@ -1,6 +1,18 @@
 import BridgeCore
 import Testing
 
+/// The topics whose retained message `outputs` clear (empty retained publications, either half).
+func clears(_ outputs: [CentralBridge.Output]) -> [String] {
+  outputs.compactMap {
+    switch $0 {
+    case .discovery(.publish(let topic, let payload, true)),
+      .gatt(.publish(let topic, let payload, true)):
+      payload.isEmpty ? topic.rawValue : nil
+    default: nil
+    }
+  }
+}
+
 /// A restart: what an earlier run left retained for devices not heard again is cleared on the
 /// usual schedule (``DiscoveryBridge/restore(previous:now:)``).
 @Suite("Devices restored from an earlier run")
@@ -313,15 +325,6 @@ struct DeviceRestoreOwnershipTests {
     return bridge
   }
 
-  func clears(_ outputs: [CentralBridge.Output]) -> [String] {
-    outputs.compactMap {
-      guard case .discovery(.publish(let topic, let payload, true)) = $0, payload.isEmpty else {
-        return nil
-      }
-      return topic.rawValue
-    }
-  }
-
   @Test("a restored device no gateway owns when it is forgotten: this gateway clears its topics")
   func unownedIsCleared() {
     var bridge = restoredBridge()
@@ -394,17 +397,6 @@ struct DeviceRestoreCentralTests {
         topics: Fixture.topics, configuration: .init(policy: ConnectionPolicy(addresses: policy))))
     _ = bridge.restore(previous: list, now: t0)
     return bridge
-  }
-
-  func clears(_ outputs: [CentralBridge.Output]) -> [String] {
-    outputs.compactMap {
-      switch $0 {
-      case .discovery(.publish(let topic, let payload, true)),
-        .gatt(.publish(let topic, let payload, true)):
-        payload.isEmpty ? topic.rawValue : nil
-      default: nil
-      }
-    }
   }
 
   @Test("forgotten without a link: the earlier run's connection and GATT tree are cleared")
