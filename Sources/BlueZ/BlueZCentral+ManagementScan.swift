@@ -37,7 +37,9 @@ extension BlueZCentral {
     } else {
       let hub = self.hub
       do {
-        scanner = try ManagementScanner(maxDevices: configuration.maxDevices) { events in
+        scanner = try ManagementScanner(
+          maxDevices: configuration.maxDevices, gathering: configuration.batchWindow
+        ) { events in
           hub.yield(contentsOf: events)
         }
       } catch {

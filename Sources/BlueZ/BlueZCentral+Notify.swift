@@ -251,10 +251,15 @@ extension BlueZCentral {
       metadata: ["ble.characteristic": "\(characteristic)"])
   }
 
+  /// The turns of the acquired sockets' reader thread that read values so far (tests).
+  var notificationReadingTurns: Int { notifyReader?.readingTurns ?? 0 }
+
   /// The reader thread of acquired sockets, started at the first one.
   private func readerForNotifications() throws(LoopError) -> DatagramReader {
     if let notifyReader { return notifyReader }
-    let reader = try DatagramReader(name: "gatt-notify", batchLimit: AcquiredNotify.readLimit)
+    let reader = try DatagramReader(
+      name: "gatt-notify", batchLimit: AcquiredNotify.readLimit,
+      gathering: configuration.batchWindow)
     notifyReader = reader
     return reader
   }

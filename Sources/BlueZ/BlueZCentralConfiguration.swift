@@ -29,6 +29,12 @@ public struct BlueZCentralConfiguration: Sendable, Hashable {
   public var adapter: String?
   /// How to discover devices (default ``ScanMethod/dbus``).
   public var scanMethod: ScanMethod
+  /// While values of acquired notification sockets, or the management scanner's advertising
+  /// reports, come at least twice per this interval, their reader thread takes them once per
+  /// interval: one wake-up and one bridge step for several, each held back at most this long
+  /// (`bluetooth.batch_window`; ``DatagramReader``'s gathering). What comes slower is read at
+  /// once. `.zero`: every value at once. Default 100 ms.
+  public var batchWindow: Duration
 
   /// Makes a configuration.
   ///
@@ -39,11 +45,13 @@ public struct BlueZCentralConfiguration: Sendable, Hashable {
   ///   - watchdog: The scanner watchdog's settings.
   ///   - adapter: The one adapter whose devices are seen; `nil` for every adapter.
   ///   - scanMethod: How to discover devices.
+  ///   - batchWindow: The interval over which fast values and reports gather.
   public init(
     bus: BlueZSessionConfiguration = BlueZSessionConfiguration(), maxDevices: Int = 4096,
     startupWait: Duration = .seconds(5),
     watchdog: ScannerWatchdogConfiguration = ScannerWatchdogConfiguration(),
-    adapter: String? = nil, scanMethod: ScanMethod = .dbus
+    adapter: String? = nil, scanMethod: ScanMethod = .dbus,
+    batchWindow: Duration = .milliseconds(100)
   ) {
     self.bus = bus
     self.maxDevices = maxDevices
@@ -51,6 +59,7 @@ public struct BlueZCentralConfiguration: Sendable, Hashable {
     self.watchdog = watchdog
     self.adapter = adapter
     self.scanMethod = scanMethod
+    self.batchWindow = batchWindow
   }
 
 }

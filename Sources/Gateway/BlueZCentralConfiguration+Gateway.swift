@@ -4,13 +4,14 @@ extension BlueZCentralConfiguration {
   /// The BlueZ central's settings from the gateway's configuration: the object model keeps as
   /// many devices as the registry (`bluetooth.max_devices`), so that neither forgets a device
   /// the other still reports; the adapter and the scan method (`bluetooth.scan_method`) are
-  /// the configuration's. The other settings have no configuration key and keep their
-  /// defaults.
+  /// the configuration's, and so is the batch window (`bluetooth.batch_window`). The other
+  /// settings have no configuration key and keep their defaults.
   ///
   /// - Parameter configuration: The loaded configuration.
   public init(gateway configuration: GatewayConfiguration) {
     self.init(
       maxDevices: configuration.bluetooth.maxDevices, adapter: configuration.bluetooth.adapter,
-      scanMethod: configuration.bluetooth.scanMethod == .management ? .management : .dbus)
+      scanMethod: configuration.bluetooth.scanMethod == .management ? .management : .dbus,
+      batchWindow: .milliseconds(Int64((configuration.bluetooth.batchWindow * 1000).rounded())))
   }
 }

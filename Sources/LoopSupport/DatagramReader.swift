@@ -143,8 +143,8 @@ public final class DatagramReader: Sendable {
   /// ``ReceiveVector/capacity`` datagrams; tests).
   var receiveCalls: Int { receives.load(ordering: .relaxed) }
 
-  /// The reader thread's turns that read datagrams so far (tests).
-  var readingTurns: Int { turns.load(ordering: .relaxed) }
+  /// The reader thread's turns that read datagrams so far (tests, benchmarks).
+  public var readingTurns: Int { turns.load(ordering: .relaxed) }
 
   private func makeVector() -> ReceiveVector {
     ReceiveVector(capacity: min(batchLimit, ReceiveVector.defaultCapacity), size: maxDatagram)

@@ -17,7 +17,7 @@ struct BlueZCentralTests {
   /// A running central on `bus`, its event recorder, and a cancel handle.
   static func central(
     _ bus: PrivateBus, watchdog: ScannerWatchdogConfiguration = .init(enabled: false),
-    scanMethod: BlueZCentralConfiguration.ScanMethod = .dbus
+    scanMethod: BlueZCentralConfiguration.ScanMethod = .dbus, batchWindow: Duration = .zero
   ) -> (BlueZCentral, Recorder<CentralEvent>, Task<Void, Never>) {
     var logger = Logger(label: "test.bluez")
     logger.logLevel = .critical
@@ -25,7 +25,7 @@ struct BlueZCentralTests {
       configuration: BlueZCentralConfiguration(
         bus: BlueZSessionConfiguration(
           busAddress: bus.address, callTimeout: .seconds(5), reconnectDelay: .milliseconds(100)),
-        watchdog: watchdog, scanMethod: scanMethod),
+        watchdog: watchdog, scanMethod: scanMethod, batchWindow: batchWindow),
       logger: logger)
     let recorder = Recorder(central.events())
     let task = Task { await central.run() }

@@ -80,14 +80,14 @@ struct BlueZGATTTests {
   }
 
   /// A central on `bus` whose model already holds a connected device with resolved services.
-  static func resolved(_ bus: PrivateBus) async throws -> (
+  static func resolved(_ bus: PrivateBus, batchWindow: Duration = .zero) async throws -> (
     FakeBlueZ, Device, BlueZCentral, Recorder<CentralEvent>, Task<Void, Never>
   ) {
     let fake = try await FakeBlueZ.start(on: bus)
     let path = try await fake.addDevice(
       deviceAddress, properties: ["Connected": .bool(true), "ServicesResolved": .bool(true)])
     let device = try await exportGATT(fake, device: path)
-    let (central, events, task) = BlueZCentralTests.central(bus)
+    let (central, events, task) = BlueZCentralTests.central(bus, batchWindow: batchWindow)
     try await events.next(where: isResolved)
     return (fake, device, central, events, task)
   }
@@ -384,6 +384,40 @@ struct BlueZGATTTests {
     #expect(try capacity(receiveBuffer: 4 << 20, sendBuffer: nil) == plain)
     #expect(try capacity(receiveBuffer: 4096, sendBuffer: nil) == plain)
     #expect(try capacity(receiveBuffer: nil, sendBuffer: 4 << 20) > plain)
+  }
+
+  @Test(
+    "values of an acquired socket that come fast gather per batch window: 100 values 5 ms apart in a few reads, in order; a lone value after a quiet spell at once"
+  )
+  func acquiredBatchWindow() async throws {
+    try await PrivateBus.with { bus in
+      let (fake, device, central, events, task) = try await Self.resolved(
+        bus, batchWindow: .seconds(1))
+      defer { task.cancel() }
+      let id = Self.levelID
+      try await central.setNotify(id, enabled: true, timeout: 5)
+      let sent = (0..<100).map { [0xD0, UInt8($0)] }
+      for value in sent {
+        fake.notifyAcquired(device.level, value)
+        try await Task.sleep(for: .milliseconds(5))
+      }
+      try await events.next { $0 == .notification(id, sent.last!) }
+      let received = events.all.compactMap { event -> [UInt8]? in
+        if case .notification(id, let value) = event { value } else { nil }
+      }
+      #expect(received == sent)
+      // Half a second or more of values, one read per second once they came fast (each value
+      // read at once without the window: about 100).
+      let turns = await central.notificationReadingTurns
+      #expect(turns <= 5, "\(turns) reads")
+      // Quiet for longer than the window: the next value is read at once, not a window later.
+      try await Task.sleep(for: .milliseconds(1500))
+      let start = ContinuousClock.now
+      fake.notifyAcquired(device.level, [0xD1])
+      try await events.next { $0 == .notification(id, [0xD1]) }
+      #expect(ContinuousClock.now - start < .milliseconds(800))
+      await fake.stop()
+    }
   }
 
   @Test("AcquireNotify off: the socket is drained and shut, no StopNotify; on again acquires anew")

@@ -84,6 +84,19 @@ struct ConfigurationFileTests {
     #expect(error.message == "expected a number greater than 0 and at most 86400, got \"0\"")
   }
 
+  @Test func zeroIsAllowedWhereItTurnsSomethingOffAndOnlyDownToZero() async throws {
+    let off = try ConfigurationFixture.file("bluetooth:\n  batch_window: 0\n")
+    let configuration = try await ConfigurationLoader.load(
+      file: off, environment: [:], arguments: [])
+    #expect(configuration.bluetooth.batchWindow == 0)
+    for bad in ["-0.01", "1.5"] {
+      let path = try ConfigurationFixture.file("bluetooth:\n  batch_window: \(bad)\n")
+      let error = try #require(await ConfigurationFixture.error(file: path))
+      #expect(error.key == "bluetooth.batch_window")
+      #expect(error.message == "expected a number from 0 to 1, got \"\(bad)\"")
+    }
+  }
+
   @Test func unknownChoiceIsAnErrorListingTheChoices() async throws {
     let path = try ConfigurationFixture.file("log:\n  level: verbose\n")
     let error = try #require(await ConfigurationFixture.error(file: path))
@@ -266,7 +279,7 @@ enum ConfigurationFixture {
     gateway: .init(id: "kitchen-1", healthInterval: 15),
     log: .init(level: .debug),
     bluetooth: .init(
-      radio: .none, scanMethod: .management, adapter: "hci1",
+      radio: .none, scanMethod: .management, batchWindow: 0.25, adapter: "hci1",
       simulation: "/etc/gatt2mqtt/world.yaml", scanOnStart: false,
       minRSSI: -95,
       advertisementInterval: 30, advertisementMinInterval: 2, offlineAfter: 120,
@@ -316,7 +329,8 @@ enum ConfigurationFixture {
     "mqtt.inbound.max_request_bytes": "4096", "mqtt.inbound.buffer_bytes": "1048576",
     "mqtt.response_topic_prefix": "home/replies",
     "gateway.id": "kitchen-1", "gateway.health_interval": "15", "log.level": "debug",
-    "bluetooth.radio": "none", "bluetooth.scan_method": "management", "bluetooth.adapter": "hci1",
+    "bluetooth.radio": "none", "bluetooth.scan_method": "management",
+    "bluetooth.batch_window": "0.25", "bluetooth.adapter": "hci1",
     "bluetooth.simulation": "/etc/gatt2mqtt/world.yaml", "bluetooth.scan_on_start": "false",
     "bluetooth.min_rssi": "-95",
     "bluetooth.filter.uuids": "180f,0x2a37,0000feaa,0000180d-0000-1000-8000-00805f9b34fb",

@@ -107,4 +107,15 @@ struct GatewayMQTTSettingsTests {
     configuration.bluetooth.scanMethod = .management
     #expect(BlueZCentralConfiguration(gateway: configuration).scanMethod == .management)
   }
+
+  @Test(
+    "bluetooth.batch_window reaches the BlueZ central in milliseconds; 100 ms by default, 0 off")
+  func blueZBatchWindow() {
+    var configuration = GatewayConfiguration()
+    #expect(BlueZCentralConfiguration(gateway: configuration).batchWindow == .milliseconds(100))
+    configuration.bluetooth.batchWindow = 0.25
+    #expect(BlueZCentralConfiguration(gateway: configuration).batchWindow == .milliseconds(250))
+    configuration.bluetooth.batchWindow = 0
+    #expect(BlueZCentralConfiguration(gateway: configuration).batchWindow == .zero)
+  }
 }

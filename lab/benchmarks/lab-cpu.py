@@ -43,6 +43,8 @@ STRACE = os.environ.get("LAB_STRACE") == "1"  # Benchmarks/lab-cpu --syscalls
 # How gatt2mqtt scans (bluetooth.scan_method; Benchmarks/lab-cpu --scan-method): management
 # (the kernel's socket, no D-Bus message per advertisement) unless told dbus.
 SCAN_METHOD = os.environ.get("LAB_SCAN_METHOD", "management")
+# gatt2mqtt's bluetooth.batch_window (Benchmarks/lab-cpu --batch-window); unset: its default.
+BATCH_WINDOW = os.environ.get("LAB_BATCH_WINDOW")
 # perf takes tens of seconds to start sampling under emulation: a profiled run sends more.
 NOTIFICATIONS = 6000 if PERF else 2000
 RATE = 50  # per second, paced by the clock (sensor --hr-steady) as far as the VM keeps up
@@ -200,6 +202,8 @@ bluetooth:
   # forward every new advertisement, as the baseline does
   advertisement_min_interval: 0.001
 """
+    if BATCH_WINDOW is not None:
+        text += f"  batch_window: {BATCH_WINDOW}\n"
     if connect:
         text += f"""  connect:
     addresses: [{connect}]
@@ -338,7 +342,7 @@ def table(results: dict) -> str:
     lines = ["lab-cpu: CPU time per event, gatt2mqtt against a bleak + paho bridge "
              "(Benchmarks/lab-cpu-baseline.py)",
              "  one lab run under QEMU emulation: absolute times are 10-50x native; compare the ratios",
-             f"  gatt2mqtt with bluetooth.scan_method: {SCAN_METHOD}; the baseline scans through bluetoothd (bleak)",
+             f"  gatt2mqtt with bluetooth.scan_method: {SCAN_METHOD}, batch_window: {BATCH_WINDOW or 'default'}; the baseline scans through bluetoothd (bleak)",
              f"  CPU = utime+stime from /proc/<pid>/stat ({1000 / CLK_TCK:.0f} ms ticks); "
              f"broker: the benchmark's own mosquitto (port {BROKER_PORT})"]
     phases = {
@@ -489,6 +493,7 @@ async def measure(lab, mqtt, bridges):
     results: dict = {"config": {"notifications": NOTIFICATIONS, "rate": RATE, "warmup": WARMUP,
                                 "beacons": BEACONS, "beacon_interval": BEACON_INTERVAL,
                                 "window_s": WINDOW, "clk_tck": CLK_TCK, "scan_method": SCAN_METHOD,
+                                "batch_window": BATCH_WINDOW,
                                 "gateway": lab.gateway_path},
                      "notifications": {}, "notifications_fast": {}, "notifications_common": {},
                      "advertisements": {}}

@@ -86,20 +86,23 @@ final class ManagementScanner: Sendable {
   ///
   /// - Parameters:
   ///   - maxDevices: The most devices whose reports are kept (``AdvertisementReports``).
+  ///   - gathering: While reports come at least twice per this interval, the reader takes
+  ///     them once per interval (``BlueZCentralConfiguration/batchWindow``).
   ///   - deliver: Receives the device events of each batch of reports, on the reader thread.
   /// - Throws: ``CentralError`` as ``ManagementSocket/open(purpose:)``, or `bluez_error` when
   ///   the reader thread cannot start.
-  convenience init(maxDevices: Int, deliver: @escaping @Sendable ([CentralEvent]) -> Void)
-    throws(CentralError)
-  {
+  convenience init(
+    maxDevices: Int, gathering: Duration,
+    deliver: @escaping @Sendable ([CentralEvent]) -> Void
+  ) throws(CentralError) {
     let fd = try ManagementSocket.open(
       purpose: "scanning through the kernel (bluetooth.scan_method: management)")
     Self.enlargeReceiveBuffer(fd)
-    try self.init(socket: fd, maxDevices: maxDevices, deliver: deliver)
+    try self.init(socket: fd, maxDevices: maxDevices, gathering: gathering, deliver: deliver)
   }
 
   /// Bytes of reports the socket should hold: the kernel drops a report it cannot queue, and
-  /// while reports gather for up to ``gathering`` (or the host is busy) they wait there. 1 MiB
+  /// while reports gather for up to the batch window (or the host is busy) they wait there. 1 MiB
   /// asked (the kernel doubles it for its bookkeeping) is five times the default.
   static let receiveBuffer: Int32 = 1 << 20
 
@@ -114,27 +117,21 @@ final class ManagementScanner: Sendable {
     }
   }
 
-  /// While reports come at least twice per interval, the reader takes them once per
-  /// interval (``DatagramReader``'s gathering): one wake-up and one bridge step for several
-  /// reports, each held back 40 ms at most. Shorter than the MQTT client's publisher-read
-  /// window (50 ms), so that each batch's publications find the previous batch's
-  /// acknowledgements waiting and the MQTT loop thread need not wake for them.
-  static let gathering: Duration = .milliseconds(40)
-
   /// Reads and writes management packets on `fd` (a control-channel socket; tests pass one end
   /// of a socket pair and play the kernel on the other).
   ///
   /// - Parameters:
   ///   - fd: The socket; the scanner owns it from now on.
   ///   - maxDevices: The most devices whose reports are kept.
+  ///   - gathering: The interval over which fast reports gather (`.zero`: none).
   ///   - deliver: Receives the device events of each batch of reports, on the reader thread.
   /// - Throws: ``CentralError`` `bluez_error` when the reader thread cannot start.
-  init(socket fd: Int32, maxDevices: Int, deliver: @escaping @Sendable ([CentralEvent]) -> Void)
-    throws(CentralError)
-  {
+  init(
+    socket fd: Int32, maxDevices: Int, gathering: Duration = .zero,
+    deliver: @escaping @Sendable ([CentralEvent]) -> Void
+  ) throws(CentralError) {
     do {
-      reader = try DatagramReader(
-        name: "mgmt-scan", maxDatagram: 2048, gathering: Self.gathering)
+      reader = try DatagramReader(name: "mgmt-scan", maxDatagram: 2048, gathering: gathering)
     } catch {
       Glibc.close(fd)
       throw CentralError(.bluezError, message: "cannot start the management reader: \(error)")

@@ -82,6 +82,7 @@ struct ConfigurationKey: Sendable {
     .choice("log.level", \.log.level),
     .choice("bluetooth.radio", \.bluetooth.radio),
     .choice("bluetooth.scan_method", \.bluetooth.scanMethod),
+    .number("bluetooth.batch_window", \.bluetooth.batchWindow, zeroAllowed: true, atMost: 1),
     .optionalString("bluetooth.adapter", \.bluetooth.adapter, .topicLevel),
     .optionalString("bluetooth.simulation", \.bluetooth.simulation, .nonEmptyString),
     .bool("bluetooth.scan_on_start", \.bluetooth.scanOnStart),
@@ -228,12 +229,12 @@ extension ConfigurationKey {
       value: { $0[keyPath: field].map { String($0) } })
   }
 
-  /// A positive number of at most `limit` (seconds, mostly).
-  static func number(_ path: String, _ field: Field<Double>, atMost limit: Double)
-    -> ConfigurationKey
-  {
+  /// A positive number (or 0, when `zeroAllowed`) of at most `limit` (seconds, mostly).
+  static func number(
+    _ path: String, _ field: Field<Double>, zeroAllowed: Bool = false, atMost limit: Double
+  ) -> ConfigurationKey {
     ConfigurationKey(
-      path, .number(greaterThan: 0, atMost: limit),
+      path, .number(greaterThan: 0, orEqual: zeroAllowed, atMost: limit),
       read: { reader, configuration in
         configuration[keyPath: field] = reader.double(
           forKey: ConfigKey(path), default: configuration[keyPath: field])

@@ -26,8 +26,9 @@ extension ConfigurationLoader {
     case topicPrefix
     /// A decimal integer in the range (`+` or `-` sign allowed, no `_`, no hexadecimal).
     case integer(ClosedRange<Int>)
-    /// A finite decimal number (exponent allowed) above `greaterThan`, at most `atMost`.
-    case number(greaterThan: Double, atMost: Double)
+    /// A finite decimal number (exponent allowed) above `greaterThan` (or equal to it when
+    /// `orEqual`), at most `atMost`.
+    case number(greaterThan: Double, orEqual: Bool = false, atMost: Double)
     /// `true`/`false`, `yes`/`no`, `on`/`off` or `1`/`0`, in any letter case.
     case boolean
     /// One of the listed words, in any letter case.
@@ -206,8 +207,10 @@ extension ConfigurationLoader {
       case .integer(let range) where range.upperBound == Int.max:
         "an integer of at least \(range.lowerBound)"
       case .integer(let range): "an integer in \(range.lowerBound)...\(range.upperBound)"
-      case .number(let low, let high):
-        "a number greater than \(Self.format(low)) and at most \(Self.format(high))"
+      case .number(let low, let orEqual, let high):
+        orEqual
+          ? "a number from \(Self.format(low)) to \(Self.format(high))"
+          : "a number greater than \(Self.format(low)) and at most \(Self.format(high))"
       case .boolean: "true or false"
       case .choice(let words):
         "one of " + words.map { "\"\($0)\"" }.joined(separator: ", ")
@@ -266,11 +269,13 @@ extension ConfigurationLoader {
       case .integer(let range):
         guard let value = Int(text), range.contains(value) else { return nil }
         return .int(value)
-      case .number(let low, let high):
+      case .number(let low, let orEqual, let high):
         let allowed = text.unicodeScalars.allSatisfy {
           "0123456789.eE+-".unicodeScalars.contains($0)
         }
-        guard allowed, let value = Double(text), value.isFinite, value > low, value <= high else {
+        guard allowed, let value = Double(text), value.isFinite,
+          value > low || (orEqual && value == low), value <= high
+        else {
           return nil
         }
         return .double(value)

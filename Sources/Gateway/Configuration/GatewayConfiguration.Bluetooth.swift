@@ -30,6 +30,12 @@ extension GatewayConfiguration {
     public var radio: Radio
     /// How the BlueZ radio discovers devices (`bluetooth.scan_method`). Default `dbus`.
     public var scanMethod: ScanMethod
+    /// Seconds over which BlueZ's fast values gather (`bluetooth.batch_window`): while the
+    /// values of acquired notification sockets, or the management scanner's advertising
+    /// reports, come at least twice per window, they are read once per window (one wake-up
+    /// and one bridge step for several), each at most this much later; slower ones are read at
+    /// once. 0 reads every value at once. Default 0.1.
+    public var batchWindow: Double
     /// The one adapter to use, e.g. `hci0` (`bluetooth.adapter`); `nil` uses every adapter.
     public var adapter: String?
     /// The simulated world's YAML file when `radio` is `simulated` (`bluetooth.simulation`);
@@ -107,7 +113,8 @@ extension GatewayConfiguration {
 
     /// Creates Bluetooth settings with the documented defaults.
     public init(
-      radio: Radio = .auto, scanMethod: ScanMethod = .dbus, adapter: String? = nil,
+      radio: Radio = .auto, scanMethod: ScanMethod = .dbus, batchWindow: Double = 0.1,
+      adapter: String? = nil,
       simulation: String? = nil,
       scanOnStart: Bool = true,
       minRSSI: Int? = nil, advertisementInterval: Double = 10,
@@ -124,6 +131,7 @@ extension GatewayConfiguration {
       self.transfer = transfer
       self.radio = radio
       self.scanMethod = scanMethod
+      self.batchWindow = batchWindow
       self.adapter = adapter
       self.simulation = simulation
       self.scanOnStart = scanOnStart
