@@ -257,6 +257,36 @@ struct ManagementScannerTests {
     scanner.close()
   }
 
+  @Test(
+    "a gathered batch carries one event per device: the newest state at the first place, appeared when the first was"
+  )
+  func newestPerDevice() throws {
+    let a = Advertisement(address: try BluetoothAddress("A4:C1:38:1E:29:DF"), rssi: -61)
+    let b = Advertisement(address: try BluetoothAddress("11:22:33:44:55:66"), rssi: -70)
+    var a2 = a
+    a2.rssi = -65
+    a2.manufacturerData = [0x004C: [0x02]]
+    var a3 = a2
+    a3.rssi = -66
+    var b2 = b
+    b2.rssi = -72
+    let batch: [CentralEvent] = [
+      .deviceAppeared(a), .deviceUpdated(b), .deviceUpdated(a2), .deviceRemoved(b.address),
+      .deviceUpdated(b2), .deviceUpdated(a3),
+    ]
+    #expect(
+      ManagementScanner.newestPerDevice(batch) == [
+        .deviceAppeared(a2), .deviceUpdated(b), .deviceRemoved(b.address), .deviceUpdated(b2),
+        .deviceUpdated(a3),
+      ])
+    #expect(
+      ManagementScanner.newestPerDevice([
+        .deviceAppeared(a), .deviceUpdated(a2), .deviceUpdated(a3),
+      ])
+        == [.deviceAppeared(a3)])
+    #expect(ManagementScanner.newestPerDevice([.deviceUpdated(a)]) == [.deviceUpdated(a)])
+  }
+
   @Test func discoveryTheKernelEndedIsStartedAgainAtOnceThenSpaced() async throws {
     try await started()
     kernel.discovering(false)
