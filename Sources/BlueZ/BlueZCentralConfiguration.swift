@@ -29,11 +29,13 @@ public struct BlueZCentralConfiguration: Sendable, Hashable {
   public var adapter: String?
   /// How to discover devices (default ``ScanMethod/dbus``).
   public var scanMethod: ScanMethod
-  /// While values of acquired notification sockets, or the management scanner's advertising
-  /// reports, come at least twice per this interval, their reader thread takes them once per
-  /// interval: one wake-up and one bridge step for several, each held back at most this long
-  /// (`bluetooth.batch_window`; ``DatagramReader``'s gathering). What comes slower is read at
-  /// once. `.zero`: every value at once. Default 100 ms.
+  /// While the values of one acquired notification socket, or the management scanner's
+  /// advertising reports, come at least twice per this interval, their reader thread takes that
+  /// socket once per interval: one wake-up and one bridge step for several, each held back at
+  /// most this long (`bluetooth.batch_window`; ``DatagramReader``'s gathering, paced per
+  /// socket). What comes slower is read at once. `.zero`: every value at once. Default 100 ms;
+  /// keep it short enough for bluetoothd's end of a socket (~278 short values) to hold a
+  /// window's worth.
   public var batchWindow: Duration
 
   /// Makes a configuration.

@@ -12,6 +12,6 @@ extension BlueZCentralConfiguration {
     self.init(
       maxDevices: configuration.bluetooth.maxDevices, adapter: configuration.bluetooth.adapter,
       scanMethod: configuration.bluetooth.scanMethod == .management ? .management : .dbus,
-      batchWindow: .milliseconds(Int64((configuration.bluetooth.batchWindow * 1000).rounded())))
+      batchWindow: .microseconds(Int64((configuration.bluetooth.batchWindow * 1e6).rounded())))
   }
 }

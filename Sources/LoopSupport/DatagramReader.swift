@@ -54,10 +54,11 @@ public final class DatagramReader: Sendable {
 
   /// Starts the reader thread.
   ///
-  /// With a `gathering` interval, the thread reads at once what comes slowly, but while
-  /// datagrams arrive at least twice per interval it lets them gather and reads once per
-  /// interval: one wake-up for several datagrams, each held back at most that long (and the
-  /// sockets must hold an interval's worth).
+  /// With a `gathering` interval, the thread reads at once what comes slowly, but while a
+  /// socket's datagrams arrive at least twice per interval it lets them gather and reads that
+  /// socket once per interval: one wake-up for several datagrams, each held back at most that
+  /// long (and the socket must hold an interval's worth). Each socket is paced on its own: a
+  /// lone datagram on one socket is read at once while another's gather.
   ///
   /// - Parameters:
   ///   - name: The thread's name (in `top -H`, `perf`).
@@ -158,16 +159,22 @@ public final class DatagramReader: Sendable {
 
   // MARK: reader thread
 
+  /// A socket's gathering, kept by the reader thread: when its last read that took anything
+  /// was, and until when its values gather (they came at least twice per interval then).
+  private struct Pace {
+    var lastTurn = -Double.infinity
+    var gatherUntil = -Double.infinity
+  }
+
   private func run() {
     // The thread's own buffers; ``drain(_:)`` and ``remove(_:)`` make theirs.
     let vector = makeVector()
     var fds: [pollfd] = []
     var order: [Entry] = []
-    // Gathering: when the last turn that read anything was, and whether datagrams came fast
-    // enough then to let the next ones gather. `more`: a socket still held datagrams when its
-    // batch limit was reached (read again at once, gathering or not).
-    var lastTurn = -Double.infinity
-    var gather = false
+    // Gathering is per socket: a socket whose values come fast is left out of `poll` until
+    // its interval ends, while the others are read at once. `more`: a socket still held
+    // datagrams when its batch limit was reached (read again at once, gathering or not).
+    var paces: [ObjectIdentifier: Pace] = [:]
     var more = false
     while true {
       _ = mailbox.take()
@@ -180,23 +187,37 @@ public final class DatagramReader: Sendable {
         }
         return Array(entries.values)
       }
+      if paces.count > current.count {
+        let kept = Set(current.map(ObjectIdentifier.init))
+        paces = paces.filter { kept.contains($0.key) }
+      }
       fds.removeAll(keepingCapacity: true)
       order.removeAll(keepingCapacity: true)
       fds.append(mailbox.wakePollFD)
+      var wait = Double.infinity
+      let start = paces.isEmpty ? 0 : CoarseClock.now()
       for entry in current {
+        if let until = paces[ObjectIdentifier(entry)]?.gatherUntil, until > start {
+          wait = min(wait, until - start)
+          continue
+        }
         let fd = entry.state.withLock { $0.fd }
         fds.append(pollfd(fd: fd, events: Int16(POLLIN) | Self.peerClosed, revents: 0))
         order.append(entry)
       }
-      if gather && !more && waitWhileGathering(since: lastTurn) { continue }
-      guard (try? pollDescriptors(&fds, timeout: gather || more ? 0 : -1)) != nil else { continue }
+      let timeout: Int32 =
+        more ? 0 : wait.isFinite ? Int32(min(60_000, (wait * 1000).rounded(.up))) : -1
+      guard (try? pollDescriptors(&fds, timeout: timeout)) != nil else { continue }
       if fds[0].revents != 0 { mailbox.drainWakeUps() }
       var ended: [Entry] = []
-      var delivered = 0
+      var readAny = false
+      var now: Double?
       more = false
       for (index, entry) in order.enumerated() where fds[index + 1].revents != 0 {
         let hungUp =
           fds[index + 1].revents & (Int16(POLLHUP | POLLERR | POLLNVAL) | Self.peerClosed) != 0
+        var delivered = 0
+        var full = false
         let finished = entry.state.withLock { state -> Bool in
           guard !state.removed, !state.ended else { return false }
           // After a hang-up the datagrams still queued are read first; `read` says when the
@@ -209,25 +230,30 @@ public final class DatagramReader: Sendable {
             delivered += outcome.values
             rounds += 1
           }
-          if outcome.full && !hungUp { more = true }
+          full = outcome.full && !hungUp
           if outcome.ended || hungUp { state.ended = true }
           return state.ended
         }
         if finished { ended.append(entry) }
+        if full { more = true }
+        guard delivered > 0 else { continue }
+        readAny = true
+        if gathering > 0 {
+          let t = now ?? CoarseClock.now()
+          now = t
+          let id = ObjectIdentifier(entry)
+          var pace = paces[id] ?? Pace()
+          // At least two datagrams per interval since its last read: let the next ones gather
+          // (not when the batch limit left some waiting: those are read at once).
+          let fast = Double(delivered) * gathering >= 2 * (t - pace.lastTurn)
+          pace.lastTurn = t
+          pace.gatherUntil = fast && !full ? t + gathering : -.infinity
+          paces[id] = pace
+        }
       }
       for entry in ended { entry.closed() }
       if !ended.isEmpty { _ = mailbox.post(.changed) }
-      if delivered > 0 {
-        turns.add(1, ordering: .relaxed)
-        if gathering > 0 {
-          let now = CoarseClock.now()
-          // At least two datagrams per interval since the last turn: let the next ones gather.
-          gather = Double(delivered) * gathering >= 2 * (now - lastTurn)
-          lastTurn = now
-        }
-      } else if gather && fds[0].revents == 0 {
-        gather = false  // the interval passed and nothing came: wait for the next one
-      }
+      if readAny { turns.add(1, ordering: .relaxed) }
     }
     _ = mailbox.close()
     let remaining = entries.withLock { entries in
@@ -235,19 +261,6 @@ public final class DatagramReader: Sendable {
       return Array(entries.keys)
     }
     for fd in remaining { Glibc.close(fd) }
-  }
-
-  /// Sleeps until the gathering interval that began at `lastTurn` ends, or a command comes.
-  ///
-  /// - Returns: `true` when a command woke the thread (it must take it before reading).
-  private func waitWhileGathering(since lastTurn: Double) -> Bool {
-    let wait = lastTurn + gathering - CoarseClock.now()
-    guard wait > 0 else { return false }
-    var wake = [mailbox.wakePollFD]
-    let milliseconds = Int32(min(60_000, (wait * 1000).rounded(.up)))
-    guard (try? pollDescriptors(&wake, timeout: milliseconds)) ?? 0 > 0 else { return false }
-    mailbox.drainWakeUps()
-    return true
   }
 
   /// What one ``read(_:_:into:)`` did.

@@ -58,8 +58,12 @@ final class FakeKernel: Sendable {
 /// What the scanner delivered.
 final class Delivered: Sendable {
   let events = Mutex<[CentralEvent]>([])
+  let batches = Mutex(0)
   var sink: @Sendable ([CentralEvent]) -> Void {
-    { batch in self.events.withLock { $0 += batch } }
+    { batch in
+      self.events.withLock { $0 += batch }
+      self.batches.withLock { $0 += 1 }
+    }
   }
   var all: [CentralEvent] { events.withLock { $0 } }
 }
@@ -258,33 +262,35 @@ struct ManagementScannerTests {
   }
 
   @Test(
-    "a gathered batch carries one event per device: the newest state at the first place, appeared when the first was"
-  )
-  func newestPerDevice() throws {
-    let a = Advertisement(address: try BluetoothAddress("A4:C1:38:1E:29:DF"), rssi: -61)
-    let b = Advertisement(address: try BluetoothAddress("11:22:33:44:55:66"), rssi: -70)
-    var a2 = a
-    a2.rssi = -65
-    a2.manufacturerData = [0x004C: [0x02]]
-    var a3 = a2
-    a3.rssi = -66
-    var b2 = b
-    b2.rssi = -72
-    let batch: [CentralEvent] = [
-      .deviceAppeared(a), .deviceUpdated(b), .deviceUpdated(a2), .deviceRemoved(b.address),
-      .deviceUpdated(b2), .deviceUpdated(a3),
-    ]
-    #expect(
-      ManagementScanner.newestPerDevice(batch) == [
-        .deviceAppeared(a2), .deviceUpdated(b), .deviceRemoved(b.address), .deviceUpdated(b2),
-        .deviceUpdated(a3),
-      ])
-    #expect(
-      ManagementScanner.newestPerDevice([
-        .deviceAppeared(a), .deviceUpdated(a2), .deviceUpdated(a3),
-      ])
-        == [.deviceAppeared(a3)])
-    #expect(ManagementScanner.newestPerDevice([.deviceUpdated(a)]) == [.deviceUpdated(a)])
+    "with a batch window, reports that come fast are delivered once per window, each one, in order")
+  func gathering() async throws {
+    let kernel = try FakeKernel()
+    let delivered = Delivered()
+    let scanner = try ManagementScanner(
+      socket: kernel.scannerEnd, maxDevices: 100, gathering: .seconds(1), deliver: delivered.sink)
+    async let start: Void = scanner.start(index: 0, filter: DiscoveryFilter())
+    #expect(await kernel.read() == ManagementPacket.startDiscovery(index: 0))
+    kernel.answer(ManagementPacket.startDiscovery, status: 0)
+    try await start
+    let data: [UInt8] = [0x02, 0x01, 0x06]
+    let began = ContinuousClock.now
+    for rssi in 0..<60 {
+      kernel.write(deviceFound(rssi: Int8(-20 - rssi), data: data))
+      try await Task.sleep(for: .milliseconds(5))
+    }
+    #expect(await eventually { delivered.all.count == 60 })
+    let seconds = (ContinuousClock.now - began).components.seconds
+    let rssis = delivered.all.compactMap { event -> Int? in
+      switch event {
+      case .deviceAppeared(let a), .deviceUpdated(let a): a.rssi
+      default: nil
+      }
+    }
+    #expect(rssis == (0..<60).map { -20 - $0 })
+    // Each report delivered by itself without the window: 60 batches.
+    let batches = delivered.batches.withLock { $0 }
+    #expect(batches <= Int(seconds) + 4, "\(batches) batches in \(seconds) s")
+    scanner.close()
   }
 
   @Test func discoveryTheKernelEndedIsStartedAgainAtOnceThenSpaced() async throws {

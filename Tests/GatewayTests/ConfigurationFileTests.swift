@@ -89,11 +89,11 @@ struct ConfigurationFileTests {
     let configuration = try await ConfigurationLoader.load(
       file: off, environment: [:], arguments: [])
     #expect(configuration.bluetooth.batchWindow == 0)
-    for bad in ["-0.01", "1.5"] {
+    for bad in ["-0.01", "0.3"] {
       let path = try ConfigurationFixture.file("bluetooth:\n  batch_window: \(bad)\n")
       let error = try #require(await ConfigurationFixture.error(file: path))
       #expect(error.key == "bluetooth.batch_window")
-      #expect(error.message == "expected a number from 0 to 1, got \"\(bad)\"")
+      #expect(error.message == "expected a number from 0 to 0.25, got \"\(bad)\"")
     }
   }
 

@@ -115,6 +115,8 @@ struct GatewayMQTTSettingsTests {
     #expect(BlueZCentralConfiguration(gateway: configuration).batchWindow == .milliseconds(100))
     configuration.bluetooth.batchWindow = 0.25
     #expect(BlueZCentralConfiguration(gateway: configuration).batchWindow == .milliseconds(250))
+    configuration.bluetooth.batchWindow = 0.0001
+    #expect(BlueZCentralConfiguration(gateway: configuration).batchWindow == .microseconds(100))
     configuration.bluetooth.batchWindow = 0
     #expect(BlueZCentralConfiguration(gateway: configuration).batchWindow == .zero)
   }

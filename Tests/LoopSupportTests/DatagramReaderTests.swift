@@ -125,6 +125,42 @@ struct DatagramReaderTests {
   }
 
   @Test(
+    "gathering is per socket: while one socket's values gather, a lone value on another is read at once"
+  )
+  func gatheringPerSocket() async throws {
+    let reader = try DatagramReader(name: "test-reader", gathering: .seconds(2))
+    defer { reader.stop() }
+    let (fast, fastPeer) = try socketPair()
+    let (lone, lonePeer) = try socketPair()
+    defer {
+      close(fastPeer)
+      close(lonePeer)
+    }
+    let streamed = Received()
+    let single = Received()
+    reader.add(fast, receive: streamed.receive, closed: streamed.closed)
+    reader.add(lone, receive: single.receive, closed: single.closed)
+    // Values 5 ms apart on one socket for 1.5 s: after its first reads it gathers for 2 s.
+    let writer = fastPeer
+    let paced = Thread {
+      for value in 0..<300 {
+        send(writer, [UInt8(value & 0xFF)])
+        usleep(5000)
+      }
+    }
+    paced.start()
+    #expect(await streamed.wait { $0.values.withLock { !$0.isEmpty } })
+    try await Task.sleep(for: .milliseconds(300))
+    let sent = ContinuousClock.now
+    send(lonePeer, [0xAB])
+    #expect(await single.wait { $0.values.withLock { $0 == [[0xAB]] } })
+    // Read at once, not when the other socket's interval ends (up to 2 s later).
+    #expect(ContinuousClock.now - sent < .milliseconds(1000))
+    #expect(await streamed.wait(seconds: 20) { $0.values.withLock { $0.count } == 300 })
+    #expect(streamed.values.withLock { $0 } == (0..<300).map { [UInt8($0 & 0xFF)] })
+  }
+
+  @Test(
     "gathering does not slow a backlog: 200 waiting values with a batch limit of 64 arrive within one interval"
   )
   func gatheringBacklog() async throws {

@@ -81,8 +81,6 @@ final class ManagementScanner: Sendable {
   private let reader: DatagramReader
   private let state: Mutex<State>
   private let deliver: @Sendable ([CentralEvent]) -> Void
-  /// Whether reports gather (a batch window): a batch then carries one event per device.
-  private let gathers: Bool
 
   /// Opens the control socket and starts reading it.
   ///
@@ -140,7 +138,6 @@ final class ManagementScanner: Sendable {
     }
     self.fd = fd
     self.deliver = deliver
-    gathers = gathering > .zero
     state = Mutex(State(reports: AdvertisementReports(maxDevices: maxDevices)))
     reader.add(
       fd, receive: { [weak self] packets in self?.received(packets) },
@@ -328,40 +325,6 @@ final class ManagementScanner: Sendable {
     caller?.resume(returning: nil)
   }
 
-  /// One event per device of a batch, at its first place: each event holds all of the device's
-  /// current properties, so the last one stands for the others (a batch read once per batch
-  /// window can hold several reports of one device, all taken at one time); `deviceAppeared`
-  /// when the batch's first event of the device was. Reports are not merged across another
-  /// kind of event.
-  static func newestPerDevice(_ events: [CentralEvent]) -> [CentralEvent] {
-    guard events.count > 1 else { return events }
-    var place: [BluetoothAddress: Int] = [:]
-    var out: [CentralEvent] = []
-    out.reserveCapacity(events.count)
-    for event in events {
-      let advertisement: Advertisement
-      switch event {
-      case .deviceAppeared(let a), .deviceUpdated(let a): advertisement = a
-      default:
-        // Any other event keeps its place between the reports before and after it.
-        place.removeAll(keepingCapacity: true)
-        out.append(event)
-        continue
-      }
-      guard let index = place[advertisement.address] else {
-        place[advertisement.address] = out.count
-        out.append(event)
-        continue
-      }
-      if case .deviceAppeared = out[index] {
-        out[index] = .deviceAppeared(advertisement)
-      } else {
-        out[index] = .deviceUpdated(advertisement)
-      }
-    }
-    return out
-  }
-
   // MARK: reader thread
 
   private func received(_ packets: [[UInt8]]) {
@@ -400,7 +363,7 @@ final class ManagementScanner: Sendable {
         }
       }
     }
-    if !events.isEmpty { deliver(gathers ? Self.newestPerDevice(events) : events) }
+    if !events.isEmpty { deliver(events) }
     for (index, owed, status) in answers { settle(owed, index: index, status: status) }
     for index in ended { restartLater(index, spaced: false) }
   }

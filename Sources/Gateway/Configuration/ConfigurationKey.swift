@@ -82,7 +82,7 @@ struct ConfigurationKey: Sendable {
     .choice("log.level", \.log.level),
     .choice("bluetooth.radio", \.bluetooth.radio),
     .choice("bluetooth.scan_method", \.bluetooth.scanMethod),
-    .number("bluetooth.batch_window", \.bluetooth.batchWindow, zeroAllowed: true, atMost: 1),
+    .number("bluetooth.batch_window", \.bluetooth.batchWindow, zeroAllowed: true, atMost: 0.25),
     .optionalString("bluetooth.adapter", \.bluetooth.adapter, .topicLevel),
     .optionalString("bluetooth.simulation", \.bluetooth.simulation, .nonEmptyString),
     .bool("bluetooth.scan_on_start", \.bluetooth.scanOnStart),
