@@ -259,7 +259,10 @@ extension BlueZCentral {
     if let notifyReader { return notifyReader }
     let reader = try DatagramReader(
       name: "gatt-notify", batchLimit: AcquiredNotify.readLimit,
-      gathering: configuration.batchWindow)
+      gathering: configuration.batchWindow,
+      // A read of half the backlog threshold ends gathering for that socket: a gathered read
+      // never reports a backlog by itself, and bluetoothd's end keeps room.
+      gatheringCeiling: AcquiredNotify.currentBacklogThreshold() / 2)
     notifyReader = reader
     return reader
   }

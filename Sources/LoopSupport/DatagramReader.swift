@@ -50,6 +50,8 @@ public final class DatagramReader: Sendable {
 
   /// Seconds over which datagrams are gathered while they come fast (0: each read at once).
   private let gathering: Double
+  /// Datagrams in one read from which a socket is read at once again, gathering or not.
+  private let gatheringCeiling: Int
   private let turns = Atomic<Int>(0)
 
   /// Starts the reader thread.
@@ -57,8 +59,9 @@ public final class DatagramReader: Sendable {
   /// With a `gathering` interval, the thread reads at once what comes slowly, but while a
   /// socket's datagrams arrive at least twice per interval it lets them gather and reads that
   /// socket once per interval: one wake-up for several datagrams, each held back at most that
-  /// long (and the socket must hold an interval's worth). Each socket is paced on its own: a
-  /// lone datagram on one socket is read at once while another's gather.
+  /// long. Each socket is paced on its own: a lone datagram on one socket is read at once while
+  /// another's gather. A socket whose read took `gatheringCeiling` datagrams or more is read at
+  /// once again (its sender's end must not fill while it gathers).
   ///
   /// - Parameters:
   ///   - name: The thread's name (in `top -H`, `perf`).
@@ -66,15 +69,19 @@ public final class DatagramReader: Sendable {
   ///     are at most 512 bytes.
   ///   - batchLimit: The most datagrams of one socket handed over in one batch.
   ///   - gathering: The interval over which fast datagrams gather (`.zero`: none).
+  ///   - gatheringCeiling: The datagrams in one read from which a socket no longer gathers
+  ///     (`nil`: a quarter of `batchLimit`).
   /// - Throws: ``LoopError`` when the wake-up pipe cannot be made.
   public init(
-    name: String, maxDatagram: Int = 1024, batchLimit: Int = 256, gathering: Duration = .zero
+    name: String, maxDatagram: Int = 1024, batchLimit: Int = 256, gathering: Duration = .zero,
+    gatheringCeiling: Int? = nil
   ) throws(LoopError) {
     mailbox = try LoopMailbox()
     self.maxDatagram = max(1, maxDatagram)
     self.batchLimit = max(1, batchLimit)
     let parts = gathering.components
     self.gathering = max(0, Double(parts.seconds) + Double(parts.attoseconds) * 1e-18)
+    self.gatheringCeiling = max(2, gatheringCeiling ?? self.batchLimit / 4)
     startThread(named: name) { [self] in run() }
   }
 
@@ -244,8 +251,10 @@ public final class DatagramReader: Sendable {
           let id = ObjectIdentifier(entry)
           var pace = paces[id] ?? Pace()
           // At least two datagrams per interval since its last read: let the next ones gather
-          // (not when the batch limit left some waiting: those are read at once).
-          let fast = Double(delivered) * gathering >= 2 * (t - pace.lastTurn)
+          // (not when the batch limit left some waiting, nor past the ceiling: read at once).
+          let fast =
+            Double(delivered) * gathering >= 2 * (t - pace.lastTurn)
+            && delivered < gatheringCeiling
           pace.lastTurn = t
           pace.gatherUntil = fast && !full ? t + gathering : -.infinity
           paces[id] = pace

@@ -161,6 +161,31 @@ struct DatagramReaderTests {
   }
 
   @Test(
+    "a socket whose read took the gathering ceiling or more is read at once again: the sender's end must not fill"
+  )
+  func gatheringCeiling() async throws {
+    let reader = try DatagramReader(
+      name: "test-reader", batchLimit: 64, gathering: .seconds(2), gatheringCeiling: 8)
+    defer { reader.stop() }
+    let (mine, theirs) = try socketPair()
+    defer { close(theirs) }
+    let received = Received()
+    reader.add(mine, receive: received.receive, closed: received.closed)
+    send(theirs, [0])
+    #expect(await received.wait { $0.values.withLock { $0.count } == 1 })
+    // Ten at once, read at once after the first: fast, but past the ceiling of 8.
+    for value in 1...10 { send(theirs, [UInt8(value)]) }
+    #expect(await received.wait { $0.values.withLock { $0.count } == 11 })
+    try await Task.sleep(for: .milliseconds(100))
+    let sent = ContinuousClock.now
+    send(theirs, [11])
+    #expect(await received.wait { $0.values.withLock { $0.count } == 12 })
+    // Read at once, not at the end of a 2-s interval.
+    #expect(ContinuousClock.now - sent < .milliseconds(1000))
+    #expect(received.values.withLock { $0 } == (0...11).map { [UInt8($0)] })
+  }
+
+  @Test(
     "gathering does not slow a backlog: 200 waiting values with a batch limit of 64 arrive within one interval"
   )
   func gatheringBacklog() async throws {
