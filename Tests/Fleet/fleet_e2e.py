@@ -410,17 +410,26 @@ def main():
                                  for n in let_go) or None, 20, 0.2)
     said = [json.loads(p) for _, t, p in observer.since(stopped, "/event")
             if t == f"{BASE}/bridge/{leaving}/event" and '"ownership_lost"' in p]
-    welcomed = [json.loads(p) for _, t, p in observer.since(stopped, "/event")
-                if t != f"{BASE}/bridge/{leaving}/event" and '"ownership_gained"' in p]
+
+    def welcomed() -> list:
+        """The devices the other gateways said they gained from the leaving one, sorted."""
+        events = [json.loads(p) for _, t, p in observer.since(stopped, "/event")
+                  if t != f"{BASE}/bridge/{leaving}/event" and '"ownership_gained"' in p]
+        return sorted(e["data"].get("device") for e in events
+                      if e["data"].get("from") == leaving
+                      and e["data"].get("reason") == "owner_offline")
+
+    # A new owner publishes its claim before its event: wait for the events too (a CI run
+    # once sampled them between the two).
+    expected = sorted(known[n] for n in let_go)
+    wait_for(lambda: welcomed() == expected, 10, 0.2)
     run.check(f"{leaving} stopped cleanly says ownership_lost, stopping, for its {len(let_go)} devices",
               len(let_go) > 0 and sorted(e["data"].get("device") for e in said
                                          if e["data"].get("reason") == "stopping")
               == sorted(known[n] for n in let_go), json.dumps(said)[:600])
     run.check("and their new owners say ownership_gained from it, owner_offline",
-              taken is not None and sorted(e["data"].get("device") for e in welcomed
-                                           if e["data"].get("from") == leaving
-                                           and e["data"].get("reason") == "owner_offline")
-              == sorted(known[n] for n in let_go), json.dumps(welcomed)[:600])
+              taken is not None and welcomed() == expected,
+              f"expected {expected}, said {welcomed()}")
     reasons = {}
     for _, _topic, payload in observer.since(settled_at, "/owner"):
         try:
