@@ -333,18 +333,25 @@ struct DeviceRestoreOwnershipTests {
     #expect(cleared.contains("gatt2mqtt/A4C1381E29DF/connection"))
   }
 
+  /// A retained claim of `address` by `gateway`'s run `instance`, as the broker hands it over.
+  func claim(
+    _ address: BluetoothAddress, by gateway: String, instance: String,
+    on bridge: inout CentralBridge
+  ) {
+    _ = bridge.fleetMessage(
+      .owner(address),
+      payload: OwnershipClaim(
+        gateway: GatewayID(gateway), instance: instance, rssi: -50, reason: "unowned"
+      ).payload, now: t0)
+  }
+
   @Test(
     "the claim an earlier run of this gateway left is cleared when the restored device is forgotten"
   )
   func earlierRunsClaimIsCleared() throws {
     var bridge = restoredBridge()
     let address = Fixture.address("A4:C1:38:1E:29:DF")
-    _ = bridge.fleetMessage(
-      .owner(address),
-      payload: OwnershipClaim(
-        gateway: GatewayID("pi"), instance: "run-old", rssi: -50, reason: "unowned"
-      )
-      .payload, now: t0)
+    claim(address, by: "pi", instance: "run-old", on: &bridge)
     #expect(bridge.ownership?.owner(of: address) == nil, "not a run that is online")
     let outputs = bridge.tick(now: t0 + 1)
     var cleared: [String] = []
@@ -370,11 +377,7 @@ struct DeviceRestoreOwnershipTests {
   func ownedElsewhereIsKept() {
     var bridge = restoredBridge()
     let address = Fixture.address("A4:C1:38:1E:29:DF")
-    _ = bridge.fleetMessage(
-      .owner(address),
-      payload: OwnershipClaim(
-        gateway: GatewayID("hall"), instance: "hall1", rssi: -50, reason: "unowned"
-      ).payload, now: t0)
+    claim(address, by: "hall", instance: "hall1", on: &bridge)
     #expect(bridge.ownership?.owner(of: address) == GatewayID("hall"))
     #expect(clears(bridge.tick(now: t0 + 1)).isEmpty)
   }
