@@ -80,6 +80,13 @@ public struct MQTTClientConfiguration: Sendable, Hashable {
   /// it past this is delivered without its payload
   /// (``MQTTDiscardReason/bufferFull(bytes:)``). Default 16 MiB.
   public var incomingBufferBytes: Int
+  /// Seconds during which, while publications come less than this far apart, the thread that
+  /// hands them over reads what the broker sent (acknowledgements, messages) and the loop
+  /// thread does not wake for it. What arrives meanwhile waits until the next publication or
+  /// the window's end, so this bounds the delay of an incoming message while a stream flows.
+  /// Default 0.05; a publisher that hands over batches further apart (a batch window) sets it
+  /// a little above that interval, or its every batch wakes the loop thread once more.
+  public var publisherReadWindow: Double
 
   /// Creates a configuration; only the broker address is required.
   public init(
@@ -89,7 +96,8 @@ public struct MQTTClientConfiguration: Sendable, Hashable {
     will: MQTTMessage? = nil, minReconnectDelay: Double = 1, maxReconnectDelay: Double = 60,
     offlineQueueCapacity: Int = 10_000, dropPolicy: DropPolicy = .dropOldest,
     maxInflight: Int = 100, incomingBufferCapacity: Int = 10_000,
-    maxIncomingMessageBytes: Int = 1 << 20, incomingBufferBytes: Int = 16 << 20
+    maxIncomingMessageBytes: Int = 1 << 20, incomingBufferBytes: Int = 16 << 20,
+    publisherReadWindow: Double = 0.05
   ) {
     self.host = host
     self.port = port
@@ -109,6 +117,7 @@ public struct MQTTClientConfiguration: Sendable, Hashable {
     self.incomingBufferCapacity = incomingBufferCapacity
     self.maxIncomingMessageBytes = maxIncomingMessageBytes
     self.incomingBufferBytes = incomingBufferBytes
+    self.publisherReadWindow = publisherReadWindow
   }
 }
 

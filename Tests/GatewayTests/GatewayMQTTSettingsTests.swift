@@ -93,6 +93,22 @@ struct GatewayMQTTSettingsTests {
     #expect(settings.maxIncomingMessageBytes == (1 << 20) + 1024)
   }
 
+  @Test(
+    "the publishers' read window follows bluetooth.batch_window: 50 ms longer, never below 50 ms"
+  )
+  func publisherReadWindow() {
+    var configuration = GatewayConfiguration()
+    #expect(configuration.bluetooth.batchWindow == 0.1)
+    let settings = {
+      MQTTClientConfiguration(gateway: configuration, topics: topics, instance: instance)
+    }
+    #expect(abs(settings().publisherReadWindow - 0.15) < 1e-9)
+    configuration.bluetooth.batchWindow = 0.25
+    #expect(abs(settings().publisherReadWindow - 0.3) < 1e-9)
+    configuration.bluetooth.batchWindow = 0
+    #expect(settings().publisherReadWindow == 0.05)
+  }
+
   @Test("the BlueZ central keeps as many devices as bluetooth.max_devices")
   func blueZSettings() {
     var configuration = GatewayConfiguration()

@@ -213,6 +213,61 @@ struct MQTTClientFlowTests {
   }
 
   @Test(
+    "batches a batch window apart: with a read window longer than it, the acknowledgements of one are read with the next, and a message from the broker waits at most about a window"
+  )
+  func publisherReadWindowFollowsBatches() async throws {
+    let broker = try Broker()
+    try await broker.start()
+    // Batches of 5 QoS 1 values 100 ms apart, as the BlueZ reader hands them over at the
+    // default batch window; with the default 50-ms read window each batch wakes the loop
+    // thread for its acknowledgements.
+    func loopReads(readWindow: Double) async throws -> (reads: UInt64, delays: [Double]) {
+      var config = configuration(broker)
+      config.publisherReadWindow = readWindow
+      let client = try await connectedClient(config)
+      let seen = Collector(client)
+      try await client.subscribe("in/#")
+      let sender = try await connectedClient(configuration(broker))
+      try await Task.sleep(for: .milliseconds(100))
+      let before = client.statistics.loopReads
+      var sentAt: [Double] = []
+      for batch in 0..<20 {
+        client.send(
+          (0..<5).map {
+            .enqueue(MQTTMessage(topic: "out/\(batch)/\($0)", text: "v", qos: .atLeastOnce))
+          })
+        if batch.isMultiple(of: 4) {
+          // A message for the client mid-stream (as a `/set`), 30 ms after the batch.
+          try await Task.sleep(for: .milliseconds(30))
+          sentAt.append(monotonicSeconds())
+          sender.send([.enqueue(MQTTMessage(topic: "in/\(batch)", text: "\(batch)"))])
+          try await Task.sleep(for: .milliseconds(70))
+        } else {
+          try await Task.sleep(for: .milliseconds(100))
+        }
+      }
+      let reads = client.statistics.loopReads - before
+      #expect(await eventually { client.statistics.published == 100 })
+      #expect(await eventually { seen.messages.count == 5 })
+      #expect(client.statistics.inflight == 0)
+      let delays = zip(seen.arrivals, sentAt).map { $0 - $1 }
+      await sender.shutdown()
+      await client.shutdown()
+      return (reads, delays)
+    }
+    let narrow = try await loopReads(readWindow: 0.05)
+    let wide = try await loopReads(readWindow: 0.15)
+    // About one loop read per batch (20) with the narrow window; with the wide one only for the
+    // messages from the broker and after the last batch.
+    #expect(narrow.reads >= 15, "narrow window: \(narrow.reads) loop reads")
+    #expect(wide.reads * 2 <= narrow.reads, "wide \(wide.reads), narrow \(narrow.reads) loop reads")
+    // A message from the broker still arrives: read with the next batch, at most about one
+    // batch interval (100 ms) late; 0.5 s leaves room for a loaded host.
+    #expect(wide.delays.count == 5)
+    #expect(wide.delays.allSatisfy { $0 < 0.5 }, "delays \(wide.delays)")
+  }
+
+  @Test(
     "a burst of incoming messages while the client publishes QoS 0 batches is read at once, not one packet per batch"
   )
   func incomingBurstWhilePublishing() async throws {

@@ -24,7 +24,7 @@ public func configuration(
 /// Collects every message a client receives, for assertions.
 public final class Collector: Sendable {
   private final class Box: Sendable {
-    let messages = Mutex<[MQTTMessage]>([])
+    let messages = Mutex<[(message: MQTTMessage, at: Double)]>([])
   }
   private let box = Box()
   private let task: Task<Void, Never>
@@ -33,17 +33,30 @@ public final class Collector: Sendable {
   public init(_ client: MQTTClient) {
     let box = self.box
     task = Task {
-      for await message in client.messages { box.messages.withLock { $0.append(message) } }
+      for await message in client.messages {
+        let at = monotonicSeconds()
+        box.messages.withLock { $0.append((message, at)) }
+      }
     }
   }
 
   deinit { task.cancel() }
 
   /// Everything received so far, in order.
-  public var messages: [MQTTMessage] { box.messages.withLock { $0 } }
+  public var messages: [MQTTMessage] { box.messages.withLock { $0.map(\.message) } }
+
+  /// When each message arrived (``monotonicSeconds()``), in order.
+  public var arrivals: [Double] { box.messages.withLock { $0.map(\.at) } }
 
   /// How many messages arrived on `topic`.
   public func count(topic: String) -> Int { messages.filter { $0.topic == topic }.count }
+}
+
+/// Seconds on the monotonic clock (for delays measured in tests).
+public func monotonicSeconds() -> Double {
+  var spec = timespec()
+  clock_gettime(CLOCK_MONOTONIC, &spec)
+  return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
 }
 
 /// Starts a client and waits for its first connection.

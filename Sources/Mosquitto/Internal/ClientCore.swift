@@ -144,8 +144,8 @@ final class ClientCore: @unchecked Sendable {
   /// Held while `handle`, `session` or `records` are used.
   private let loopLock = Mutex(())
   /// Seconds after a publishing thread read the socket during which the loop thread leaves
-  /// reading it to publishers.
-  static let publisherReadWindow = 0.05
+  /// reading it to publishers (``MQTTClientConfiguration/publisherReadWindow``).
+  let publisherReadWindow: Double
 
   // MARK: loop thread state
 
@@ -170,6 +170,7 @@ final class ClientCore: @unchecked Sendable {
     self.messages = messages
     self.overflow = overflow
     self.events = events
+    publisherReadWindow = max(0, configuration.publisherReadWindow)
     handle = try MosquittoHandle(configuration: configuration)
     session = MQTTSession(configuration: configuration, logger: logger)
     do {
@@ -219,7 +220,7 @@ final class ClientCore: @unchecked Sendable {
       // the loop thread need not wake for it. Batches further apart leave reading to the loop
       // thread as before (a read here would find nothing, and the window's end would wake
       // the loop thread once more).
-      let flowing = t - lastBatchAt < Self.publisherReadWindow
+      let flowing = t - lastBatchAt < publisherReadWindow
       lastBatchAt = t
       if flowing && session.phase == .connected { readAsPublisher(now: t) }
       // A caller that awaits its acknowledgement gets it from the loop thread at once.
@@ -282,7 +283,7 @@ final class ClientCore: @unchecked Sendable {
   /// Whether the loop thread leaves input to publishers now: connected, a publisher read it
   /// less than ``publisherReadWindow`` ago, and no acknowledgement is needed soon.
   private func leavesInputToPublishers(now t: Double) -> Bool {
-    session.phase == .connected && t - publisherReadAt < Self.publisherReadWindow
+    session.phase == .connected && t - publisherReadAt < publisherReadWindow
       && !session.needsAcknowledgements
   }
 
@@ -333,7 +334,7 @@ final class ClientCore: @unchecked Sendable {
     let publishersRead = leavesInputToPublishers(now: t)
     loopPollsInput = !publishersRead
     var deadline = session.nextDeadline(now: t)
-    if publishersRead { deadline = min(deadline, publisherReadAt + Self.publisherReadWindow) }
+    if publishersRead { deadline = min(deadline, publisherReadAt + publisherReadWindow) }
     return PollPlan(
       socket: handle.socket,
       events: (publishersRead ? Self.pollPeerClosed : Int16(POLLIN))
