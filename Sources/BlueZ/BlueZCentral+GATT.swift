@@ -20,8 +20,15 @@ extension BlueZCentral: GATTCentral {
   ///   ``CentralError`` mapping of `org.bluez.Error.Failed` reasons. ``CentralError/detail``
   ///   holds the D-Bus error name.
   public func connect(_ address: BluetoothAddress, timeout: Double) async throws(CentralError) {
-    var (connection, owner) = try requireStack()
+    // At start, a device restored from the earlier run's list may be connected before the
+    // session's first snapshot: wait for it (within the attempt's time) rather than fail.
     var timeout = timeout
+    if !startupSettled {
+      let started = clock.now
+      await settleStartup(within: min(configuration.startupWait, Self.duration(timeout)))
+      timeout = max(1, timeout - (clock.now - started).seconds)
+    }
+    var (connection, owner) = try requireStack()
     let device: BlueZDevice
     if let known = model.device(address: address) {
       device = known

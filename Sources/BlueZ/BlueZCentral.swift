@@ -190,15 +190,23 @@ public actor BlueZCentral: BLECentral {
   /// - Returns: Every adapter's state, sorted by id.
   /// - Throws: ``CentralError`` `unavailable` while bluetoothd or the bus cannot be reached.
   public func adapters() async throws(CentralError) -> [AdapterInfo] {
-    let deadline = clock.now + configuration.startupWait
-    while !startupSettled && clock.now < deadline {
-      try? await Task.sleep(for: .milliseconds(20))
-    }
+    await settleStartup(within: configuration.startupWait)
     guard synced else {
       if let refusal { throw refusal }
       throw CentralError(.unavailable, message: "bluetoothd (org.bluez) is not available")
     }
     return model.adapterInfos.map(withKernelDiscovery)
+  }
+
+  /// Right after ``run()`` starts, waits until the first snapshot is taken or bluetoothd is
+  /// known to be absent, at most `limit`; at once afterwards. A call made at start (a
+  /// connection to a device an earlier run left, ``adapters()``) then meets the stack instead
+  /// of failing `unavailable` while the session is still opening.
+  func settleStartup(within limit: Duration) async {
+    let deadline = clock.now + limit
+    while !startupSettled && clock.now < deadline {
+      try? await Task.sleep(for: .milliseconds(20))
+    }
   }
 
   // MARK: events

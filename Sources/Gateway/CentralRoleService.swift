@@ -247,8 +247,16 @@ public final class CentralRoleService: Sendable {
     }
     let left = driver.read { $0.gatt?.connectedAddresses ?? [] }
     for address in left {
-      logger.warning("forcing a disconnect at shutdown", metadata: ["ble.address": "\(address)"])
-      try? await gattCentral.disconnect(address)
+      logger.warning(
+        "still connected \(timeout) s into the shutdown: disconnecting at once",
+        metadata: ["ble.address": "\(address)"])
+      do throws(CentralError) {
+        try await gattCentral.disconnect(address)
+      } catch {
+        logger.warning(
+          "disconnect at shutdown failed: \(error); bluetoothd may keep the link",
+          metadata: ["ble.address": "\(address)"])
+      }
     }
   }
 
@@ -390,6 +398,10 @@ public final class CentralRoleService: Sendable {
       logger.info("disconnecting", metadata: ["ble.address": "\(address)"])
       do {
         try await gattCentral.disconnect(address)
+      } catch  where Task.isCancelled {
+        // The gateway is stopping: ``shutdown(timeout:)`` has disconnected what was left.
+        logger.debug(
+          "disconnect abandoned at shutdown: \(error)", metadata: ["ble.address": "\(address)"])
       } catch {
         logger.warning("disconnect failed: \(error)", metadata: ["ble.address": "\(address)"])
       }

@@ -688,6 +688,40 @@ struct BlueZGATTTests {
     }
   }
 
+  @Test(
+    "a connection asked for as the central starts (a device the earlier run left) waits for the first snapshot instead of failing unavailable"
+  )
+  func connectAtStartup() async throws {
+    try await PrivateBus.with { bus in
+      let fake = try await FakeBlueZ.start(on: bus)
+      let path = try await fake.addDevice(Self.deviceAddress)
+      let (central, events, task) = BlueZCentralTests.central(bus)
+      defer { task.cancel() }
+      // At once, before the session has opened its connection and mirrored bluetoothd.
+      try await central.connect(Self.address, timeout: 5)
+      #expect(fake.calls("Connect").map(\.path) == [path])
+      try await events.next { $0 == .connectionChanged(Self.address, connected: true) }
+      await fake.stop()
+    }
+  }
+
+  @Test("without bluetoothd at start, a connection fails unavailable at once, not after a wait")
+  func connectWithoutStackAtStartup() async throws {
+    try await PrivateBus.with { bus in
+      let (central, events, task) = BlueZCentralTests.central(bus)
+      defer { task.cancel() }
+      _ = events
+      let started = ContinuousClock.now
+      let error = await #expect(throws: CentralError.self) {
+        try await central.connect(Self.address, timeout: 30)
+      }
+      #expect(error?.code == .unavailable)
+      #expect(
+        ContinuousClock.now - started < .seconds(4),
+        "the 5-s startup wait is for a stack that answers")
+    }
+  }
+
   @Test("without bluetoothd, operations report unavailable")
   func unavailable() async throws {
     try await PrivateBus.with { bus in
