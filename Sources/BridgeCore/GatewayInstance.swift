@@ -86,6 +86,7 @@ public struct DuplicateGatewayGuard: Sendable {
     /// stale state of a run that is gone; carry on.
     case stale(other: String)
     /// Another run's last will (or clean stop) overwrote our retained state: publish it again.
+    /// Not for a retained `offline` handed over on subscribing: that is an earlier run's.
     case overwritten(other: String)
   }
 
@@ -144,7 +145,11 @@ public struct DuplicateGatewayGuard: Sendable {
       return .none
     }
     guard state == "online" else {
-      guard let rival, rival.id == other else { return .overwritten(other: other) }
+      guard let rival, rival.id == other else {
+        // Handed over on subscribing: what an earlier run left (the client subscribes before
+        // it publishes our state, after every connection), not something that replaced ours.
+        return retained ? .none : .overwritten(other: other)
+      }
       self.rival = nil
       return .cleared(other: other)
     }

@@ -8,13 +8,18 @@ struct DuplicateGatewayGuardTests {
   let newer = GatewayInstance(id: "cccccccccccccccc", started: 1_700_000_200)
 
   @Test(
-    "our own state and unreadable states mean nothing; a stranger's offline state overwrote ours")
+    "our own state, unreadable states and an earlier run's retained offline mean nothing; a stranger's offline state published now overwrote ours"
+  )
   func ignored() {
     var guardState = DuplicateGatewayGuard(own: own, grace: 12)
     #expect(guardState.observe(own.statePayload(online: true), now: 0) == .none)
     #expect(
       guardState.observe(older.statePayload(online: false), now: 0)
         == .overwritten(other: older.id))
+    // The retained `offline` an earlier run left, handed over as we subscribe (before our own
+    // state is published): nothing replaced ours, nothing to say.
+    #expect(
+      guardState.observe(older.statePayload(online: false), retained: true, now: 0) == .none)
     #expect(guardState.observe(Array(#"{"state":"online"}"#.utf8), now: 0) == .none)
     #expect(guardState.observe(Array("online".utf8), now: 0) == .none)
     #expect(guardState.observe([0xFF, 0xFE], now: 0) == .none)
