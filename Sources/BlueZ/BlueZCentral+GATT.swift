@@ -26,7 +26,10 @@ extension BlueZCentral: GATTCentral {
     if !startupSettled {
       let started = clock.now
       await settleStartup(within: min(configuration.startupWait, Self.duration(timeout)))
-      timeout = max(1, timeout - (clock.now - started).seconds)
+      if Task.isCancelled {
+        throw CentralError(.aborted, message: "the connection attempt to \(address) was cancelled")
+      }
+      timeout = max(min(1, timeout), timeout - (clock.now - started).seconds)
     }
     var (connection, owner) = try requireStack()
     let device: BlueZDevice

@@ -205,7 +205,11 @@ public actor BlueZCentral: BLECentral {
   func settleStartup(within limit: Duration) async {
     let deadline = clock.now + limit
     while !startupSettled && clock.now < deadline {
-      try? await Task.sleep(for: .milliseconds(20))
+      do {
+        try await Task.sleep(for: .milliseconds(20))
+      } catch {
+        return  // cancelled: the caller checks
+      }
     }
   }
 

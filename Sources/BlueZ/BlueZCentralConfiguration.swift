@@ -17,8 +17,8 @@ public struct BlueZCentralConfiguration: Sendable, Hashable {
   /// The most devices the object model keeps; beyond it the longest-unseen ones that are not
   /// connected are forgotten (default 4096; the gateway passes `bluetooth.max_devices`).
   public var maxDevices: Int
-  /// How long ``BlueZCentral/adapters()`` waits for the first snapshot after ``BlueZCentral/run()``
-  /// starts (default 5 s).
+  /// How long ``BlueZCentral/adapters()``, and a connection asked for at start, wait for the
+  /// first snapshot after ``BlueZCentral/run()`` starts (default 5 s).
   public var startupWait: Duration
   /// The scanner watchdog.
   public var watchdog: ScannerWatchdogConfiguration

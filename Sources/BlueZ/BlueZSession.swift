@@ -107,12 +107,13 @@ public actor BlueZSession {
   ) {
     self.configuration = configuration
     self.logger = logger
+    let gathering = configuration.signalGathering
     connect = { address throws(DBusError) in
       let connection =
         if let address {
-          try await DBusConnection(address: address)
+          try await DBusConnection(address: address, gathering: gathering)
         } else {
-          try await DBusConnection.system()
+          try await DBusConnection.system(gathering: gathering)
         }
       if let callObserver {
         connection.observeCalls { callObserver($0.member, $0.seconds, $0.succeeded) }
@@ -343,6 +344,11 @@ public struct BlueZSessionConfiguration: Sendable, Hashable {
   public var reconnectDelay: Duration
   /// The longest reconnection delay.
   public var maxReconnectDelay: Duration
+  /// While bluetoothd's signals come at least twice per this interval (advertisements of
+  /// `StartDiscovery`, values of `StartNotify`), the connection reads them once per interval
+  /// (``DBus/DBusConnection/init(address:gathering:)``); `.zero` (the default) reads each at
+  /// once. The gateway passes `bluetooth.batch_window`.
+  public var signalGathering: Duration
 
   /// Makes the settings.
   ///
@@ -352,15 +358,18 @@ public struct BlueZSessionConfiguration: Sendable, Hashable {
   ///   - callTimeout: How long a BlueZ method call may take.
   ///   - reconnectDelay: The first reconnection delay.
   ///   - maxReconnectDelay: The longest reconnection delay.
+  ///   - signalGathering: The interval over which fast signals gather.
   public init(
     busAddress: String? = nil, signalBufferSize: Int = 8192, callTimeout: Duration = .seconds(10),
-    reconnectDelay: Duration = .milliseconds(500), maxReconnectDelay: Duration = .seconds(30)
+    reconnectDelay: Duration = .milliseconds(500), maxReconnectDelay: Duration = .seconds(30),
+    signalGathering: Duration = .zero
   ) {
     self.busAddress = busAddress
     self.signalBufferSize = max(1, signalBufferSize)
     self.callTimeout = callTimeout
     self.reconnectDelay = reconnectDelay
     self.maxReconnectDelay = maxReconnectDelay
+    self.signalGathering = max(.zero, signalGathering)
   }
 }
 

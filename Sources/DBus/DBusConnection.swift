@@ -33,13 +33,21 @@ public final class DBusConnection: Sendable {
 
   /// Connects to the bus at `address` and registers with it (`Hello`).
   ///
-  /// - Parameter address: a D-Bus address such as `unix:path=/run/dbus/system_bus_socket`.
+  /// - Parameters:
+  ///   - address: a D-Bus address such as `unix:path=/run/dbus/system_bus_socket`.
+  ///   - gathering: While signals arrive at least twice per this interval, the bus thread
+  ///     reads the connection once per interval (one wake-up of it and of the subscribers for
+  ///     several signals), each signal delivered at most an interval later. Replies to calls
+  ///     of this connection are read at once; a call made *to* an exported object can wait up
+  ///     to the interval. `.zero` (the default) reads everything at once.
   /// - Throws: ``DBusError`` `connection_failed` when the bus cannot be reached or refuses us.
-  public init(address: String) async throws(DBusError) {
+  public init(address: String, gathering: Duration = .zero) async throws(DBusError) {
     guard !address.isEmpty, !address.utf8.contains(0) else {
       throw DBusError(.invalidArgument, "empty or invalid bus address")
     }
-    core = try await BusCore.open(address: address).get()
+    let parts = gathering.components
+    let seconds = Double(parts.seconds) + Double(parts.attoseconds) * 1e-18
+    core = try await BusCore.open(address: address, gathering: seconds).get()
   }
 
   deinit {
@@ -48,11 +56,12 @@ public final class DBusConnection: Sendable {
 
   /// Connects to the system bus, at `DBUS_SYSTEM_BUS_ADDRESS` when that is set.
   ///
+  /// - Parameter gathering: As in ``init(address:gathering:)``.
   /// - Returns: the open connection.
   /// - Throws: ``DBusError`` `connection_failed` when the bus cannot be reached.
-  public static func system() async throws(DBusError) -> DBusConnection {
+  public static func system(gathering: Duration = .zero) async throws(DBusError) -> DBusConnection {
     let address = environment("DBUS_SYSTEM_BUS_ADDRESS") ?? defaultSystemBusAddress
-    return try await DBusConnection(address: address)
+    return try await DBusConnection(address: address, gathering: gathering)
   }
 
   /// Connects to the session bus at `DBUS_SESSION_BUS_ADDRESS`.

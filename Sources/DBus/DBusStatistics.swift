@@ -12,4 +12,8 @@ public struct DBusStatistics: Sendable, Hashable {
   public var incomingCalls = 0
   /// Received method calls refused because too many were already running.
   public var incomingCallsRefused = 0
+  /// Turns of the bus thread (a wake-up, a read, a dispatch) that delivered signals: with a
+  /// gathering interval (``DBusConnection/init(address:gathering:)``) far fewer than
+  /// ``signalsDelivered`` while signals come fast.
+  public var signalTurns = 0
 }

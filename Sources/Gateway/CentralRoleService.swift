@@ -399,7 +399,8 @@ public final class CentralRoleService: Sendable {
       do {
         try await gattCentral.disconnect(address)
       } catch  where Task.isCancelled {
-        // The gateway is stopping: ``shutdown(timeout:)`` has disconnected what was left.
+        // The gateway is stopping and cancelled the call: ``shutdown(timeout:)`` disconnects
+        // a link that is still up.
         logger.debug(
           "disconnect abandoned at shutdown: \(error)", metadata: ["ble.address": "\(address)"])
       } catch {

@@ -59,6 +59,53 @@ struct DBusSignalTests {
     }
   }
 
+  @Test(
+    "with a gathering interval, signals that come fast are read once per interval, in order, and a reply the connection awaits is not held back"
+  )
+  func gathering() async throws {
+    try await PrivateBus.with { bus in
+      let emitter = try await bus.connect()
+      let gathering = try await DBusConnection(address: bus.address, gathering: .milliseconds(500))
+      let plain = try await bus.connect()
+      let rule = DBusMatchRule(interface: "com.example.Test", member: "Ping")
+      let gathered = try await gathering.signals(matching: rule)
+      let each = try await plain.signals(matching: rule)
+      // 200 signals about 5 ms apart (a second or more), and now and then a call of the
+      // gathering connection whose reply it awaits.
+      var replies: [Duration] = []
+      for i in 0..<200 {
+        try await emitter.emitSignal(
+          path: "/p", interface: "com.example.Test", member: "Ping", arguments: [.string("\(i)")])
+        if i % 25 == 12 {
+          let started = ContinuousClock.now
+          #expect(try await gathering.nameOwner(of: "org.freedesktop.DBus") != nil)
+          replies.append(ContinuousClock.now - started)
+        }
+        try await Task.sleep(for: .milliseconds(5))
+      }
+      func texts(_ stream: AsyncStream<DBusSignal>) async -> [String] {
+        var iterator = stream.makeAsyncIterator()
+        var out: [String] = []
+        while out.count < 200, let signal = await iterator.next() {
+          out.append(signal.arguments.first?.stringValue ?? "?")
+        }
+        return out
+      }
+      let expected = (0..<200).map { "\($0)" }
+      #expect(await texts(gathered) == expected)
+      #expect(await texts(each) == expected)
+      let turns = gathering.statistics.signalTurns
+      let plainTurns = plain.statistics.signalTurns
+      // One turn per signal, or nearly, without gathering; about one per half second with it
+      // (and a few more: the first signal, the turns a reply ended early).
+      #expect(plainTurns >= 100, "\(plainTurns) turns without gathering")
+      #expect(turns <= 20, "\(turns) turns with gathering, \(plainTurns) without")
+      // A held reply would wait a quarter of a second on average.
+      let median = replies.sorted()[replies.count / 2]
+      #expect(median < .milliseconds(100), "replies took \(replies)")
+    }
+  }
+
   @Test("a rule with a well-known sender matches the name's current owner only")
   func wellKnownSender() async throws {
     try await PrivateBus.with { bus in

@@ -125,15 +125,21 @@ struct GatewayMQTTSettingsTests {
   }
 
   @Test(
-    "bluetooth.batch_window reaches the BlueZ central in milliseconds; 100 ms by default, 0 off")
+    "bluetooth.batch_window reaches the BlueZ central and its bus connection's signals in milliseconds; 100 ms by default, 0 off"
+  )
   func blueZBatchWindow() {
     var configuration = GatewayConfiguration()
     #expect(BlueZCentralConfiguration(gateway: configuration).batchWindow == .milliseconds(100))
+    #expect(
+      BlueZCentralConfiguration(gateway: configuration).bus.signalGathering == .milliseconds(100))
     configuration.bluetooth.batchWindow = 0.25
     #expect(BlueZCentralConfiguration(gateway: configuration).batchWindow == .milliseconds(250))
+    #expect(
+      BlueZCentralConfiguration(gateway: configuration).bus.signalGathering == .milliseconds(250))
     configuration.bluetooth.batchWindow = 0.0001
     #expect(BlueZCentralConfiguration(gateway: configuration).batchWindow == .microseconds(100))
     configuration.bluetooth.batchWindow = 0
     #expect(BlueZCentralConfiguration(gateway: configuration).batchWindow == .zero)
+    #expect(BlueZCentralConfiguration(gateway: configuration).bus.signalGathering == .zero)
   }
 }

@@ -268,8 +268,17 @@ async def notification_run(lab, mqtt, kind: str, rate: float = RATE,
 
         await wait_until(finished, lab.timeout(NOTIFICATIONS / (rate or RATE) * 5 + 60), bridge, kind,
                          f"{NOTIFICATIONS} heart-rate values")
-        if len(got()) < NOTIFICATIONS:  # the sensor is done: let the rest drain
-            await quiet(lambda: len(got()), bridge, kind, settle=5)
+        if len(got()) < NOTIFICATIONS:
+            # The sensor is done (`hr_done` comes right after its last value): the last values
+            # are still on their way (a batch window, the broker). Wait for them, and only when
+            # some never come, until the output has been quiet for 5 s (which would otherwise
+            # add 5 idle seconds to the bridge's window).
+            t_end = time.monotonic() + 5
+            while len(got()) < NOTIFICATIONS and time.monotonic() < t_end:
+                alive(bridge, kind)
+                await asyncio.sleep(0.05)
+            if len(got()) < NOTIFICATIONS:
+                await quiet(lambda: len(got()), bridge, kind, settle=5)
         k1, c1 = len(got()), snapshot(bridge.pid)
         calls = await syscalls.stop()
         await profile.stop()

@@ -29,6 +29,8 @@ final class BusCore: @unchecked Sendable {
   private let tokens = Mutex<UInt64>(0)
   private let connection: OpaquePointer
   let canPassFDs: Bool
+  /// Seconds over which incoming messages gather while signals come fast (0: read at once).
+  let gathering: Double
 
   // MARK: bus thread state
 
@@ -57,6 +59,12 @@ final class BusCore: @unchecked Sendable {
   private var trackedNames: [String: TrackedName] = [:]
   private var closeWaiters: [CheckedContinuation<Void, Never>] = []
   private var stopped = false
+  /// Signals delivered since the last turn that delivered any (``pace()``).
+  private var signalsThisTurn = 0
+  /// When the last turn that delivered signals ended (monotonic seconds).
+  private var lastSignalTurn = -Double.infinity
+  /// Until when the socket is not read while signals come fast (monotonic seconds).
+  private var gatherUntil = -Double.infinity
   /// Exported objects by path.
   var objects: [DBusObjectPath: DBusExportedObject] = [:]
   /// Paths serving `org.freedesktop.DBus.ObjectManager`.
@@ -68,10 +76,14 @@ final class BusCore: @unchecked Sendable {
   /// At most this many exported method calls run at once; more get `LimitsExceeded`.
   static let maxConcurrentIncomingCalls = 512
 
-  private init(connection: OpaquePointer, uniqueName: String, mailbox: LoopMailbox<BusCommand>) {
+  private init(
+    connection: OpaquePointer, uniqueName: String, mailbox: LoopMailbox<BusCommand>,
+    gathering: Double
+  ) {
     self.connection = connection
     self.uniqueName = uniqueName
     self.mailbox = mailbox
+    self.gathering = gathering.isFinite ? max(0, gathering) : 0
     self.canPassFDs = dbus_connection_can_send_type(connection, CDBUS_TYPE_UNIX_FD) != 0
   }
 
@@ -88,13 +100,17 @@ final class BusCore: @unchecked Sendable {
 
   /// Starts a bus thread that connects to `address`, registers with the bus (`Hello`) and then
   /// serves the connection until it is closed or lost.
-  static func open(address: String) async -> Result<BusCore, DBusError> {
+  static func open(address: String, gathering: Double = 0) async -> Result<BusCore, DBusError> {
     await withCheckedContinuation { (waiter: ResultWaiter<BusCore>) in
-      startThread(named: "dbus") { BusCore.threadMain(address: address, waiter: waiter) }
+      startThread(named: "dbus") {
+        BusCore.threadMain(address: address, gathering: gathering, waiter: waiter)
+      }
     }
   }
 
-  private static func threadMain(address: String, waiter: ResultWaiter<BusCore>) {
+  private static func threadMain(
+    address: String, gathering: Double, waiter: ResultWaiter<BusCore>
+  ) {
     _ = threadsInitialised
     var error = CDBus.DBusError()
     dbus_error_init(&error)
@@ -123,7 +139,8 @@ final class BusCore: @unchecked Sendable {
       return
     }
     let core = BusCore(
-      connection: connection, uniqueName: String(cString: name), mailbox: mailbox)
+      connection: connection, uniqueName: String(cString: name), mailbox: mailbox,
+      gathering: gathering)
     guard core.installCallbacks() else {
       core.teardown()
       waiter.resume(returning: .failure(DBusError(.noMemory, "cannot install libdbus callbacks")))
@@ -219,24 +236,53 @@ final class BusCore: @unchecked Sendable {
       pollOnce()
       fireTimeouts()
       dispatchAll()
+      pace()
     }
     finish()
   }
 
+  /// Signals in one turn from which the socket is read at once again, gathering or not (the
+  /// subscribers' buffers must keep room).
+  static let gatheringCeiling = 256
+
+  /// With ``gathering``: after a turn that delivered signals, whether they came at least twice
+  /// per interval since the previous such turn; if so the socket is left unread until the
+  /// interval ends, so that one wake-up of this thread (and of the tasks that consume the
+  /// signals) takes several. The bluetoothd signal stream of advertisements and `StartNotify`
+  /// values is what comes this fast.
+  private func pace() {
+    guard signalsThisTurn > 0 else { return }
+    stats.withLock { $0.signalTurns += 1 }
+    defer { signalsThisTurn = 0 }
+    guard gathering > 0 else { return }
+    let t = now()
+    let fast =
+      Double(signalsThisTurn) * gathering >= 2 * (t - lastSignalTurn)
+      && signalsThisTurn < Self.gatheringCeiling
+    lastSignalTurn = t
+    gatherUntil = fast ? t + gathering : -.infinity
+  }
+
   private func pollOnce() {
+    // Gathering holds back input only while no reply of ours is awaited (a caller waits for
+    // it) and until the interval ends; a hang-up or an error is still seen at once.
+    let t = now()
+    let gathers = gatherUntil > t && pendingCalls.isEmpty
     var fds = [mailbox.wakePollFD]
     var polled: [OpaquePointer] = []
     for watch in watches where dbus_watch_get_enabled(watch) != 0 {
       let flags = dbus_watch_get_flags(watch)
       var events: Int16 = 0
-      if flags & DBUS_WATCH_READABLE.rawValue != 0 { events |= Int16(POLLIN) }
+      if flags & DBUS_WATCH_READABLE.rawValue != 0 && !gathers { events |= Int16(POLLIN) }
       if flags & DBUS_WATCH_WRITABLE.rawValue != 0 { events |= Int16(POLLOUT) }
       fds.append(pollfd(fd: dbus_watch_get_unix_fd(watch), events: events, revents: 0))
       polled.append(watch)
     }
+    var deadline = timeouts.values.min() ?? .infinity
+    if gathers { deadline = min(deadline, gatherUntil) }
     var timeout: Int32 = -1
-    if let deadline = timeouts.values.min() {
-      timeout = Int32(max(0, min(60_000, (deadline - now()) * 1000)).rounded(.up))
+    if deadline.isFinite {
+      timeout = Int32(max(0, min(60_000, (deadline - t) * 1000)).rounded(.up))
     }
     let ready: Int
     do {
@@ -351,6 +397,7 @@ final class BusCore: @unchecked Sendable {
         delivered += 1
       }
     }
+    signalsThisTurn += delivered
     if delivered + dropped > 0 {
       stats.withLock {
         $0.signalsDelivered += delivered
