@@ -45,6 +45,9 @@ STRACE = os.environ.get("LAB_STRACE") == "1"  # Benchmarks/lab-cpu --syscalls
 SCAN_METHOD = os.environ.get("LAB_SCAN_METHOD", "management")
 # gatt2mqtt's bluetooth.batch_window (Benchmarks/lab-cpu --batch-window); unset: its default.
 BATCH_WINDOW = os.environ.get("LAB_BATCH_WINDOW")
+# gatt2mqtt's bluetooth.gatt.notify_method (Benchmarks/lab-cpu --notify-method); unset: auto
+# (AcquireNotify's socket); start: values as D-Bus signals, as the baseline gets them.
+NOTIFY_METHOD = os.environ.get("LAB_NOTIFY_METHOD")
 # perf takes tens of seconds to start sampling under emulation: a profiled run sends more.
 NOTIFICATIONS = 6000 if PERF else 2000
 RATE = 50  # per second, paced by the clock (sensor --hr-steady) as far as the VM keeps up
@@ -210,6 +213,8 @@ bluetooth:
   gatt:
     notify: ["*/180d/2a37"]
 """
+        if NOTIFY_METHOD is not None:
+            text += f"    notify_method: {NOTIFY_METHOD}\n"
     return text
 
 
@@ -358,7 +363,7 @@ def table(results: dict) -> str:
     lines = ["lab-cpu: CPU time per event, gatt2mqtt against a bleak + paho bridge "
              "(Benchmarks/lab-cpu-baseline.py)",
              "  one lab run under QEMU emulation: absolute times are 10-50x native; compare the ratios",
-             f"  gatt2mqtt with bluetooth.scan_method: {SCAN_METHOD}, batch_window: {BATCH_WINDOW or 'default'}; the baseline scans through bluetoothd (bleak)",
+             f"  gatt2mqtt with bluetooth.scan_method: {SCAN_METHOD}, batch_window: {BATCH_WINDOW or 'default'}, notify_method: {NOTIFY_METHOD or 'auto'}; the baseline scans through bluetoothd (bleak)",
              f"  CPU = utime+stime from /proc/<pid>/stat ({1000 / CLK_TCK:.0f} ms ticks); "
              f"broker: the benchmark's own mosquitto (port {BROKER_PORT})"]
     phases = {
@@ -513,7 +518,7 @@ async def measure(lab, mqtt, bridges):
     results: dict = {"config": {"notifications": NOTIFICATIONS, "rate": RATE, "warmup": WARMUP,
                                 "beacons": BEACONS, "beacon_interval": BEACON_INTERVAL,
                                 "window_s": WINDOW, "clk_tck": CLK_TCK, "scan_method": SCAN_METHOD,
-                                "batch_window": BATCH_WINDOW,
+                                "batch_window": BATCH_WINDOW, "notify_method": NOTIFY_METHOD,
                                 "gateway": lab.gateway_path},
                      "notifications": {}, "notifications_fast": {}, "notifications_common": {},
                      "advertisements": {}}

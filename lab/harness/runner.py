@@ -362,7 +362,7 @@ async def main(results: Path) -> int:
     summary: dict = {"scenarios": [], "boot_s": round(uptime(), 1)}
     t_boot = uptime()
     runner.log("guest up; config", cfg, "knobs",
-               {k: v for k, v in os.environ.items() if k in ("LAB_TIME_SCALE", "LAB_NO_LAUNCHER", "LAB_PEER_LOG", "LAB_PERF", "LAB_STRACE", "LAB_SCAN_METHOD", "LAB_BATCH_WINDOW")})
+               {k: v for k, v in os.environ.items() if k in ("LAB_TIME_SCALE", "LAB_NO_LAUNCHER", "LAB_PEER_LOG", "LAB_PERF", "LAB_STRACE", "LAB_SCAN_METHOD", "LAB_BATCH_WINDOW", "LAB_NOTIFY_METHOD")})
     try:
         t0 = time.monotonic()
         await runner.bring_up()
