@@ -372,11 +372,3 @@ public struct BlueZSessionConfiguration: Sendable, Hashable {
     self.signalGathering = max(.zero, signalGathering)
   }
 }
-
-extension Duration {
-  /// The duration in seconds.
-  var seconds: Double {
-    let parts = components
-    return Double(parts.seconds) + Double(parts.attoseconds) * 1e-18
-  }
-}

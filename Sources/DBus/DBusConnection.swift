@@ -1,4 +1,5 @@
 import Glibc
+import LoopSupport
 import Synchronization
 
 /// A connection to a D-Bus message bus: method calls, signal subscriptions and exported objects.
@@ -45,9 +46,7 @@ public final class DBusConnection: Sendable {
     guard !address.isEmpty, !address.utf8.contains(0) else {
       throw DBusError(.invalidArgument, "empty or invalid bus address")
     }
-    let parts = gathering.components
-    let seconds = Double(parts.seconds) + Double(parts.attoseconds) * 1e-18
-    core = try await BusCore.open(address: address, gathering: seconds).get()
+    core = try await BusCore.open(address: address, gathering: gathering.seconds).get()
   }
 
   deinit {

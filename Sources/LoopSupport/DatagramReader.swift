@@ -79,8 +79,7 @@ public final class DatagramReader: Sendable {
     mailbox = try LoopMailbox()
     self.maxDatagram = max(1, maxDatagram)
     self.batchLimit = max(1, batchLimit)
-    let parts = gathering.components
-    self.gathering = max(0, Double(parts.seconds) + Double(parts.attoseconds) * 1e-18)
+    self.gathering = max(0, gathering.seconds)
     self.gatheringCeiling = max(2, gatheringCeiling ?? self.batchLimit / 4)
     startThread(named: name) { [self] in run() }
   }

@@ -85,7 +85,8 @@ public struct MQTTClientConfiguration: Sendable, Hashable {
   /// thread does not wake for it. What arrives meanwhile waits until the next publication or
   /// the window's end, so this bounds the delay of an incoming message while a stream flows.
   /// Default 0.05; a publisher that hands over batches further apart (a batch window) sets it
-  /// a little above that interval, or its every batch wakes the loop thread once more.
+  /// a little above that interval, or the loop thread reads every batch's acknowledgements
+  /// itself.
   public var publisherReadWindow: Double
 
   /// Creates a configuration; only the broker address is required.
