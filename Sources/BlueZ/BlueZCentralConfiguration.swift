@@ -30,7 +30,7 @@ public struct BlueZCentralConfiguration: Sendable, Hashable {
   /// How to discover devices (default ``ScanMethod/dbus``).
   public var scanMethod: ScanMethod
   /// While the values of one acquired notification socket, or the management scanner's
-  /// advertising reports, come at least twice per this interval, their reader thread takes that
+  /// advertising reports, come more than once per this interval, their reader thread takes that
   /// socket once per interval: one wake-up and one bridge step for several, each held back at
   /// most this long (`bluetooth.batch_window`; ``DatagramReader``'s gathering, paced per
   /// socket). What comes slower is read at once. `.zero`: every value at once. Default 100 ms;

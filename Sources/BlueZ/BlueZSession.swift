@@ -344,7 +344,7 @@ public struct BlueZSessionConfiguration: Sendable, Hashable {
   public var reconnectDelay: Duration
   /// The longest reconnection delay.
   public var maxReconnectDelay: Duration
-  /// While bluetoothd's signals come at least twice per this interval (advertisements of
+  /// While bluetoothd's signals come more than once per this interval (advertisements of
   /// `StartDiscovery`, values of `StartNotify`), the connection reads them once per interval
   /// (``DBus/DBusConnection/init(address:gathering:)``); `.zero` (the default) reads each at
   /// once. The gateway passes `bluetooth.batch_window`.

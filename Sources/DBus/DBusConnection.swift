@@ -36,7 +36,7 @@ public final class DBusConnection: Sendable {
   ///
   /// - Parameters:
   ///   - address: a D-Bus address such as `unix:path=/run/dbus/system_bus_socket`.
-  ///   - gathering: While signals arrive at least twice per this interval, the bus thread
+  ///   - gathering: While signals arrive more than once per this interval, the bus thread
   ///     reads the connection once per interval (one wake-up of it and of the subscribers for
   ///     several signals), each signal delivered at most an interval later. Replies to calls
   ///     of this connection are read at once; a call made *to* an exported object can wait up

@@ -57,8 +57,8 @@ public final class DatagramReader: Sendable {
   /// Starts the reader thread.
   ///
   /// With a `gathering` interval, the thread reads at once what comes slowly, but while a
-  /// socket's datagrams arrive at least twice per interval it lets them gather and reads that
-  /// socket once per interval: one wake-up for several datagrams, each held back at most that
+  /// socket's datagrams arrive more than once per interval it lets them gather and reads that
+  /// socket once per interval (``GatheringPace``): one wake-up for several datagrams, each held back at most that
   /// long. Each socket is paced on its own: a lone datagram on one socket is read at once while
   /// another's gather. A socket whose read took `gatheringCeiling` datagrams or more is read at
   /// once again (its sender's end must not fill while it gathers).
@@ -165,13 +165,6 @@ public final class DatagramReader: Sendable {
 
   // MARK: reader thread
 
-  /// A socket's gathering, kept by the reader thread: when its last read that took anything
-  /// was, and until when its values gather (they came at least twice per interval then).
-  private struct Pace {
-    var lastTurn = -Double.infinity
-    var gatherUntil = -Double.infinity
-  }
-
   private func run() {
     // The thread's own buffers; ``drain(_:)`` and ``remove(_:)`` make theirs.
     let vector = makeVector()
@@ -180,7 +173,7 @@ public final class DatagramReader: Sendable {
     // Gathering is per socket: a socket whose values come fast is left out of `poll` until
     // its interval ends, while the others are read at once. `more`: a socket still held
     // datagrams when its batch limit was reached (read again at once, gathering or not).
-    var paces: [ObjectIdentifier: Pace] = [:]
+    var paces: [ObjectIdentifier: GatheringPace] = [:]
     var more = false
     while true {
       _ = mailbox.take()
@@ -203,8 +196,8 @@ public final class DatagramReader: Sendable {
       var wait = Double.infinity
       let start = paces.isEmpty ? 0 : CoarseClock.now()
       for entry in current {
-        if let until = paces[ObjectIdentifier(entry)]?.gatherUntil, until > start {
-          wait = min(wait, until - start)
+        if let pace = paces[ObjectIdentifier(entry)], pace.gathers(at: start) {
+          wait = min(wait, pace.gatherUntil - start)
           continue
         }
         let fd = entry.state.withLock { $0.fd }
@@ -248,14 +241,9 @@ public final class DatagramReader: Sendable {
           let t = now ?? CoarseClock.now()
           now = t
           let id = ObjectIdentifier(entry)
-          var pace = paces[id] ?? Pace()
-          // At least two datagrams per interval since its last read: let the next ones gather
-          // (not when the batch limit left some waiting, nor past the ceiling: read at once).
-          let fast =
-            Double(delivered) * gathering >= 2 * (t - pace.lastTurn)
-            && delivered < gatheringCeiling
-          pace.lastTurn = t
-          pace.gatherUntil = fast && !full ? t + gathering : -.infinity
+          var pace = paces[id] ?? GatheringPace(interval: gathering, ceiling: gatheringCeiling)
+          // Not when the batch limit left some waiting, nor past the ceiling: read at once.
+          pace.record(delivered, at: t, moreWaiting: full)
           paces[id] = pace
         }
       }

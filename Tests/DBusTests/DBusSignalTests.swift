@@ -106,6 +106,33 @@ struct DBusSignalTests {
     }
   }
 
+  @Test(
+    "with a 0.1-s gathering interval, signals 60 ms apart (between one and two per interval) take clearly fewer turns than signals, in order"
+  )
+  func gatheringModerateRate() async throws {
+    try await PrivateBus.with { bus in
+      let gathering = try await DBusConnection(address: bus.address, gathering: .milliseconds(100))
+      let rule = DBusMatchRule(interface: "com.example.Test", member: "Ping")
+      let gathered = try await gathering.signals(matching: rule)
+      // Paced by a shell of its own (the test pool's tasks are late by far more than 60 ms
+      // when tests run in parallel); `dbus-send` itself takes a few milliseconds more.
+      let loop =
+        "for i in $(seq 0 29); do dbus-send --bus='\(bus.address)' --type=signal /p "
+        + "com.example.Test.Ping string:$i || exit 1; sleep 0.055; done"
+      let emitter = try ChildProcess("/bin/sh", ["-c", loop])
+      #expect(await emitter.wait(timeout: .seconds(30)) == 0, "\(emitter.output)")
+      var iterator = gathered.makeAsyncIterator()
+      var texts: [String] = []
+      while texts.count < 30, let signal = await iterator.next() {
+        texts.append(signal.arguments.first?.stringValue ?? "?")
+      }
+      #expect(texts == (0..<30).map { "\($0)" })
+      // About 18 turns (1.7 signals each); 30 when each signal is read as it comes.
+      let turns = gathering.statistics.signalTurns
+      #expect(turns <= 25, "\(turns) turns for 30 signals")
+    }
+  }
+
   @Test("a rule with a well-known sender matches the name's current owner only")
   func wellKnownSender() async throws {
     try await PrivateBus.with { bus in

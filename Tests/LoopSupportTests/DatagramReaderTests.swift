@@ -125,6 +125,31 @@ struct DatagramReaderTests {
   }
 
   @Test(
+    "gathering between one and two values per interval: 40 values 60 ms apart with a 0.1-s interval take clearly fewer turns than values"
+  )
+  func gatheringModerateRate() async throws {
+    let reader = try DatagramReader(name: "test-reader", gathering: .milliseconds(100))
+    defer { reader.stop() }
+    let (mine, theirs) = try socketPair()
+    defer { close(theirs) }
+    let received = Received()
+    reader.add(mine, receive: received.receive, closed: received.closed)
+    let writer = theirs
+    let paced = Thread {
+      for value in 0..<40 {
+        send(writer, [UInt8(value)])
+        usleep(60_000)
+      }
+    }
+    paced.start()
+    #expect(await received.wait(seconds: 20) { $0.values.withLock { $0.count } == 40 })
+    #expect(received.values.withLock { $0 } == (0..<40).map { [UInt8($0)] })
+    // About 25 turns (1.7 values each); 40 when each value is read as it comes.
+    let turns = reader.readingTurns
+    #expect(turns <= 34, "turns: \(turns)")
+  }
+
+  @Test(
     "gathering is per socket: while one socket's values gather, a lone value on another is read at once"
   )
   func gatheringPerSocket() async throws {

@@ -86,7 +86,7 @@ final class ManagementScanner: Sendable {
   ///
   /// - Parameters:
   ///   - maxDevices: The most devices whose reports are kept (``AdvertisementReports``).
-  ///   - gathering: While reports come at least twice per this interval, the reader takes
+  ///   - gathering: While reports come more than once per this interval, the reader takes
   ///     them once per interval (``BlueZCentralConfiguration/batchWindow``).
   ///   - deliver: Receives the device events of each batch of reports, on the reader thread.
   /// - Throws: ``CentralError`` as ``ManagementSocket/open(purpose:)``, or `bluez_error` when

@@ -59,12 +59,10 @@ final class BusCore: @unchecked Sendable {
   private var trackedNames: [String: TrackedName] = [:]
   private var closeWaiters: [CheckedContinuation<Void, Never>] = []
   private var stopped = false
-  /// Signals delivered since the last turn that delivered any (``pace()``).
+  /// Signals delivered since the last turn that delivered any (``paceSignals()``).
   private var signalsThisTurn = 0
-  /// When the last turn that delivered signals ended (monotonic seconds).
-  private var lastSignalTurn = -Double.infinity
-  /// Until when the socket is not read while signals come fast (monotonic seconds).
-  private var gatherUntil = -Double.infinity
+  /// When the socket is left unread while signals come fast.
+  private var pace: GatheringPace
   /// Exported objects by path.
   var objects: [DBusObjectPath: DBusExportedObject] = [:]
   /// Paths serving `org.freedesktop.DBus.ObjectManager`.
@@ -84,6 +82,7 @@ final class BusCore: @unchecked Sendable {
     self.uniqueName = uniqueName
     self.mailbox = mailbox
     self.gathering = gathering.isFinite ? max(0, gathering) : 0
+    self.pace = GatheringPace(interval: self.gathering, ceiling: Self.gatheringCeiling)
     self.canPassFDs = dbus_connection_can_send_type(connection, CDBUS_TYPE_UNIX_FD) != 0
   }
 
@@ -236,7 +235,7 @@ final class BusCore: @unchecked Sendable {
       pollOnce()
       fireTimeouts()
       dispatchAll()
-      pace()
+      paceSignals()
     }
     finish()
   }
@@ -245,29 +244,24 @@ final class BusCore: @unchecked Sendable {
   /// subscribers' buffers must keep room).
   static let gatheringCeiling = 256
 
-  /// With ``gathering``: after a turn that delivered signals, whether they came at least twice
-  /// per interval since the previous such turn; if so the socket is left unread until the
+  /// With ``gathering``: after a turn that delivered signals, whether they came more than once
+  /// per interval since the previous such turn (``GatheringPace``); if so the socket is left unread until the
   /// interval ends, so that one wake-up of this thread (and of the tasks that consume the
   /// signals) takes several. The bluetoothd signal stream of advertisements and `StartNotify`
   /// values is what comes this fast.
-  private func pace() {
+  private func paceSignals() {
     guard signalsThisTurn > 0 else { return }
     stats.withLock { $0.signalTurns += 1 }
     defer { signalsThisTurn = 0 }
     guard gathering > 0 else { return }
-    let t = now()
-    let fast =
-      Double(signalsThisTurn) * gathering >= 2 * (t - lastSignalTurn)
-      && signalsThisTurn < Self.gatheringCeiling
-    lastSignalTurn = t
-    gatherUntil = fast ? t + gathering : -.infinity
+    pace.record(signalsThisTurn, at: now())
   }
 
   private func pollOnce() {
     // Gathering holds back input only while no reply of ours is awaited (a caller waits for
     // it) and until the interval ends; a hang-up or an error is still seen at once.
     let t = now()
-    let gathers = gatherUntil > t && pendingCalls.isEmpty
+    let gathers = pace.gathers(at: t) && pendingCalls.isEmpty
     var fds = [mailbox.wakePollFD]
     var polled: [OpaquePointer] = []
     for watch in watches where dbus_watch_get_enabled(watch) != 0 {
@@ -279,7 +273,7 @@ final class BusCore: @unchecked Sendable {
       polled.append(watch)
     }
     var deadline = timeouts.values.min() ?? .infinity
-    if gathers { deadline = min(deadline, gatherUntil) }
+    if gathers { deadline = min(deadline, pace.gatherUntil) }
     var timeout: Int32 = -1
     if deadline.isFinite {
       timeout = Int32(max(0, min(60_000, (deadline - t) * 1000)).rounded(.up))

@@ -32,7 +32,7 @@ extension GatewayConfiguration {
     public var scanMethod: ScanMethod
     /// Seconds over which BlueZ's fast values gather (`bluetooth.batch_window`, 0 to 0.25):
     /// while the values of one acquired notification socket, or the management scanner's
-    /// advertising reports, come at least twice per window, that socket is read once per window
+    /// advertising reports, come more than once per window, that socket is read once per window
     /// (one wake-up and one bridge step for several), each value at most this much later;
     /// slower ones are read at once. 0 reads every value at once. Default 0.1.
     public var batchWindow: Double
