@@ -68,11 +68,19 @@ extension BlueZCentral: BlueZSessionClient {
         logger.error("\(refusal.message)", metadata: ["dbus.error": "\(error.name)"])
         deliver([.stackRefused(refusal)])
       }
-    case .signal(let signal):
+    case .signals(let signals):
       guard synced else { return }
-      let update = model.apply(signal, now: clock.now)
-      deliver(update.events)
-      if let path = update.unknownDevice { await relearn(path) }
+      // What a batch means goes on at once: one bridge step for the turn's signals.
+      let now = clock.now
+      var events: [CentralEvent] = []
+      var unknown: [DBusObjectPath] = []
+      for signal in signals {
+        let update = model.apply(signal, now: now)
+        events += update.events
+        if let path = update.unknownDevice, !unknown.contains(path) { unknown.append(path) }
+      }
+      deliver(events)
+      for path in unknown { await relearn(path) }
     case .closed:
       connection = nil
       startupSettled = true

@@ -14,8 +14,8 @@ import LoopSupport
 /// gets a new owner (bluetoothd restarted) or the connection was reopened. Run the central as a
 /// long-running service (``run()``, e.g. as a swift-service-lifecycle `Service`).
 ///
-/// Events (``attach(_:)``) reach their sinks with no buffer in between, one batch per BlueZ
-/// signal on this actor, notifications of acquired sockets on the notification reader's thread,
+/// Events (``attach(_:)``) reach their sinks with no buffer in between, one batch per turn of
+/// the bus thread's BlueZ signals on this actor (``BlueZSessionEvent/signals(_:)``), notifications of acquired sockets on the notification reader's thread,
 /// and with ``BlueZCentralConfiguration/ScanMethod/management`` advertisements on the management
 /// scanner's thread; every adapter and device event carries the full current state.
 ///

@@ -43,12 +43,14 @@ extension BlueZPeripheral: BlueZSessionClient {
       kick()
     case .snapshotFailed:
       break
-    case .signal(let signal):
+    case .signals(let signals):
       guard synced else { return }
-      let connectedBefore = adapters.connected
-      if adapters.apply(signal) { kick() }
-      for path in adapters.takeDisconnected() { centralDisconnected(path) }
-      linksChanged(from: connectedBefore)
+      for signal in signals {
+        let connectedBefore = adapters.connected
+        if adapters.apply(signal) { kick() }
+        for path in adapters.takeDisconnected() { centralDisconnected(path) }
+        linksChanged(from: connectedBefore)
+      }
     case .closed:
       connection = nil
       dropStack()

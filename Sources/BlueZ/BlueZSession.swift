@@ -11,15 +11,17 @@ enum BlueZSessionEvent: Sendable {
   /// old stack is gone. Always sent once after ``opened(_:)``.
   case ownerChanged(String?)
   /// The owner's objects (`GetManagedObjects`); the signals held back while it was taken follow
-  /// as ``signal(_:)``. Sent again after an owner change, a reconnection, when too many
+  /// as ``signals(_:)``. Sent again after an owner change, a reconnection, when too many
   /// signals arrived during the snapshot, or when the connection dropped signals (the same
   /// owner then: a client tells what changed since its mirror).
   case snapshot([DBusValue], owner: String)
   /// Taking the snapshot failed (`attempt` times in a row, the last time with `error`); it is
   /// retried with backoff.
   case snapshotFailed(attempt: Int, error: DBusError?)
-  /// A signal from the current owner, after its snapshot.
-  case signal(DBusSignal)
+  /// Signals from the current owner, after its snapshot, in order: those one turn of the bus
+  /// thread read (with ``BlueZSessionConfiguration/signalGathering``, an interval's), so that a
+  /// client takes them in one hop and hands on what they mean at once. Never empty.
+  case signals([DBusSignal])
   /// The connection is gone (closed or lost); a new one is being opened.
   case closed
 }
@@ -188,7 +190,7 @@ public actor BlueZSession {
       resyncRequest = nil
     }
     do {
-      let signals = try await connection.signals(
+      let batches = try await connection.signalBatches(
         matching: DBusMatchRule(sender: BlueZNames.service),
         bufferSize: configuration.signalBufferSize)
       let owners = try await connection.nameOwnerChanges(of: BlueZNames.service)
@@ -212,7 +214,7 @@ public actor BlueZSession {
             try? await Task.sleep(for: .seconds(1))
           }
         }
-        for await signal in signals { await handle(signal) }
+        for await batch in batches { await handle(batch) }
         group.cancelAll()
       }
     } catch {
@@ -266,7 +268,8 @@ public actor BlueZSession {
         synced = true
         let held = pending ?? []
         pending = nil
-        for signal in held where signal.sender == target { await broadcast(.signal(signal)) }
+        let replayed = held.filter { $0.sender == target }
+        if !replayed.isEmpty { await broadcast(.signals(replayed)) }
         if pendingOverflow {
           logger.warning("too many BlueZ signals during the snapshot; taking another")
           synced = false
@@ -284,13 +287,14 @@ public actor BlueZSession {
     }
   }
 
-  /// One signal from `org.bluez`: held back during a snapshot, ignored from an old owner or
-  /// before the first snapshot, handed to the clients otherwise.
+  /// Signals from `org.bluez`, one turn of the bus thread's: held back during a snapshot,
+  /// ignored from an old owner or before the first snapshot, handed to the clients otherwise
+  /// (all of a batch at once).
   ///
   /// When the connection dropped signals (its buffer of
   /// ``BlueZSessionConfiguration/signalBufferSize`` was full: the session fell behind a burst),
   /// what they said is lost, so a new snapshot is taken (the one under way is taken again).
-  private func handle(_ signal: DBusSignal) async {
+  private func handle(_ batch: [DBusSignal]) async {
     if let dropped = connection?.statistics.signalsDropped, dropped != droppedSeen {
       droppedSeen = dropped
       if pending != nil {
@@ -303,24 +307,30 @@ public actor BlueZSession {
         resyncRequest?.yield()
       }
     }
-    guard let owner, signal.sender == owner else { return }
+    guard let owner else { return }
+    let current =
+      batch.allSatisfy { $0.sender == owner } ? batch : batch.filter { $0.sender == owner }
+    guard !current.isEmpty else { return }
     if pending != nil {
-      if pending!.count < configuration.signalBufferSize {
-        pending!.append(signal)
-      } else {
-        pendingOverflow = true
-      }
+      let room = configuration.signalBufferSize - pending!.count
+      pending!.append(contentsOf: current.prefix(max(0, room)))
+      if current.count > room { pendingOverflow = true }
       return
     }
     guard synced else { return }
-    await broadcast(.signal(signal))
+    await broadcast(.signals(current))
   }
 
-  /// Hands an event to every client in registration order (a signal only to those that want
-  /// it); errors are logged.
+  /// Hands an event to every client in registration order (signals only to those that want
+  /// them); errors are logged.
   private func broadcast(_ event: BlueZSessionEvent) async {
     for client in clients.withLock({ $0 }) {
-      if case .signal(let signal) = event, !client.wants(signal) { continue }
+      var event = event
+      if case .signals(let signals) = event {
+        let wanted = signals.filter { client.wants($0) }
+        guard !wanted.isEmpty else { continue }
+        event = .signals(wanted)
+      }
       do {
         try await client.session(event)
       } catch {

@@ -182,25 +182,56 @@ public final class DBusConnection: Sendable {
   public func signals(
     matching rule: DBusMatchRule, bufferSize: Int = 1024
   ) async throws(DBusError) -> AsyncStream<DBusSignal> {
+    let (stream, continuation) = AsyncStream.makeStream(
+      of: DBusSignal.self, bufferingPolicy: .bufferingOldest(max(1, bufferSize)))
+    let core = self.core
+    try await subscribe(rule, .stream(continuation)) { id in
+      continuation.onTermination = { _ in core.send(.unsubscribe(id: id)) }
+    }
+    return stream
+  }
+
+  /// Subscribes to signals matching `rule`, handed over a bus-thread turn at a time: one wake-up
+  /// of the consumer for every signal the turn read (with a gathering connection, every signal
+  /// of an interval), where ``signals(matching:bufferSize:)`` wakes it once per signal.
+  ///
+  /// - Parameters:
+  ///   - rule: which signals to receive.
+  ///   - bufferSize: how many signals the consumer has not taken are held; when full, newer
+  ///     signals are dropped (keeping the oldest) and counted in
+  ///     ``DBusStatistics/signalsDropped``.
+  /// - Returns: the signals in batches, in arrival order.
+  /// - Throws: ``DBusError`` as for ``signals(matching:bufferSize:)``.
+  public func signalBatches(
+    matching rule: DBusMatchRule, bufferSize: Int = 1024
+  ) async throws(DBusError) -> DBusSignalBatches {
+    let core = self.core
+    let id = core.nextToken()
+    let queue = SignalQueue(capacity: bufferSize) { core.send(.unsubscribe(id: id)) }
+    try await subscribe(rule, .batches(queue), id: id)
+    return DBusSignalBatches(queue)
+  }
+
+  /// Registers a subscription with the bus thread and adds its match rule to the bus.
+  private func subscribe(
+    _ rule: DBusMatchRule, _ sink: SignalSink, id: UInt64? = nil,
+    registered: (UInt64) -> Void = { _ in }
+  ) async throws(DBusError) {
     try rule.validate()
     if let sender = rule.sender, !sender.hasPrefix(":"), sender != "org.freedesktop.DBus" {
       core.send(.trackName(sender))
       let owner = try? await nameOwner(of: sender)
       core.send(.initialOwner(name: sender, owner: owner ?? nil))
     }
-    let id = core.nextToken()
-    let (stream, continuation) = AsyncStream.makeStream(
-      of: DBusSignal.self, bufferingPolicy: .bufferingOldest(max(1, bufferSize)))
-    let core = self.core
-    continuation.onTermination = { _ in core.send(.unsubscribe(id: id)) }
-    core.send(.subscribe(id: id, rule, continuation))
+    let id = id ?? core.nextToken()
+    registered(id)
+    core.send(.subscribe(id: id, rule, sink))
     do {
       _ = try await callBus("AddMatch", [.string(rule.description)])
     } catch {
-      continuation.finish()
+      sink.finish()
       throw error
     }
-    return stream
   }
 
   /// Subscribes to owner changes of one bus name (or of all names when `name` is nil).

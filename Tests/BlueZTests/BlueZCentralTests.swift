@@ -4,6 +4,7 @@ import BusTestSupport
 import DBus
 import Glibc
 import Logging
+import Synchronization
 import Testing
 
 /// The central against a private dbus-daemon, with the test playing bluetoothd (``FakeBlueZ``).
@@ -17,14 +18,16 @@ struct BlueZCentralTests {
   /// A running central on `bus`, its event recorder, and a cancel handle.
   static func central(
     _ bus: PrivateBus, watchdog: ScannerWatchdogConfiguration = .init(enabled: false),
-    scanMethod: BlueZCentralConfiguration.ScanMethod = .dbus, batchWindow: Duration = .zero
+    scanMethod: BlueZCentralConfiguration.ScanMethod = .dbus, batchWindow: Duration = .zero,
+    signalGathering: Duration = .zero
   ) -> (BlueZCentral, Recorder<CentralEvent>, Task<Void, Never>) {
     var logger = Logger(label: "test.bluez")
     logger.logLevel = .critical
     let central = BlueZCentral(
       configuration: BlueZCentralConfiguration(
         bus: BlueZSessionConfiguration(
-          busAddress: bus.address, callTimeout: .seconds(5), reconnectDelay: .milliseconds(100)),
+          busAddress: bus.address, callTimeout: .seconds(5), reconnectDelay: .milliseconds(100),
+          signalGathering: signalGathering),
         watchdog: watchdog, scanMethod: scanMethod, batchWindow: batchWindow),
       logger: logger)
     let recorder = Recorder(central.events())
@@ -147,6 +150,40 @@ struct BlueZCentralTests {
       // Everything above came from signals: one GetManagedObjects only.
       #expect(await central.statistics.snapshots == 1)
       #expect(await central.statistics.devices == 1)
+      await fake.stop()
+    }
+  }
+
+  @Test(
+    "40 advertisement signals gathered by the bus thread reach the central's sinks in a few batches, every update in order"
+  )
+  func signalsInBatches() async throws {
+    try await PrivateBus.with { bus in
+      let fake = try await FakeBlueZ.start(on: bus)
+      let path = try await fake.addDevice(Self.deviceAddress, properties: ["RSSI": .int16(-90)])
+      let (central, events, task) = Self.central(bus, signalGathering: .milliseconds(500))
+      defer { task.cancel() }
+      try await events.next(where: Self.isAdapter("hci0"))
+      let batches = Mutex<[[Int]]>([])
+      let subscription = central.attach(
+        EventSink(receive: { events in
+          let rssis = events.compactMap { event -> Int? in
+            if case .deviceUpdated(let advertisement) = event { advertisement.rssi } else { nil }
+          }
+          if !rssis.isEmpty { batches.withLock { $0.append(rssis) } }
+        }))
+      defer { subscription.cancel() }
+      for i in 0..<40 {
+        try await fake.change(path, "org.bluez.Device1", ["RSSI": .int16(Int16(-80 + i))])
+        try await Task.sleep(for: .milliseconds(5))
+      }
+      for _ in 0..<500 where batches.withLock({ $0.joined().count }) < 40 {
+        try await Task.sleep(for: .milliseconds(10))
+      }
+      let received = batches.withLock { $0 }
+      #expect(Array(received.joined()) == (0..<40).map { -80 + $0 })
+      // One bridge step per turn of the bus thread (about one per half second), not per signal.
+      #expect(received.count <= 10, "batches: \(received.map(\.count))")
       await fake.stop()
     }
   }

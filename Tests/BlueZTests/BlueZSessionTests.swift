@@ -239,14 +239,14 @@ struct MirrorSummaryTests {
   }
 }
 
-/// A session client that holds the session for 300 ms on the first signal after it is armed.
+/// A session client that holds the session for 300 ms on the first signals after it is armed.
 private actor Stall: BlueZSessionClient {
   nonisolated let armed = Mutex(false)
 
   func session(_ event: BlueZSessionEvent) async throws {
     // Not an assertion: the stalling client ignores every event but the first signal after it
     // is armed (what the test checks is the other clients' mirror).
-    guard case .signal = event, armed.withLock({ $0 }) else { return }
+    guard case .signals = event, armed.withLock({ $0 }) else { return }
     armed.withLock { $0 = false }
     try await Task.sleep(for: .milliseconds(300))
   }

@@ -133,6 +133,91 @@ struct DBusSignalTests {
     }
   }
 
+  @Test(
+    "signal batches: 100 signals 5 ms apart to a connection gathering over 0.5 s arrive in a few batches, in order"
+  )
+  func batches() async throws {
+    try await PrivateBus.with { bus in
+      let emitter = try await bus.connect()
+      let gathering = try await DBusConnection(address: bus.address, gathering: .milliseconds(500))
+      let batches = try await gathering.signalBatches(
+        matching: DBusMatchRule(interface: "com.example.Test", member: "Ping"))
+      for i in 0..<100 {
+        try await emitter.emitSignal(
+          path: "/p", interface: "com.example.Test", member: "Ping", arguments: [.string("\(i)")])
+        try await Task.sleep(for: .milliseconds(5))
+      }
+      var iterator = batches.makeAsyncIterator()
+      var texts: [String] = []
+      var sizes: [Int] = []
+      while texts.count < 100, let batch = await iterator.next() {
+        #expect(!batch.isEmpty)
+        sizes.append(batch.count)
+        texts += batch.map { $0.arguments.first?.stringValue ?? "?" }
+      }
+      #expect(texts == (0..<100).map { "\($0)" })
+      // A batch per turn of the bus thread: about one per half second (100 with a stream).
+      #expect(sizes.count <= 20, "batches: \(sizes)")
+    }
+  }
+
+  @Test(
+    "signal batches are bounded in signals: 30 signals to a buffer of 10 that nobody reads keep the first 10 and count 20 dropped"
+  )
+  func batchesBounded() async throws {
+    try await PrivateBus.with { bus in
+      let emitter = try await bus.connect()
+      let listener = try await bus.connect()
+      let batches = try await listener.signalBatches(
+        matching: DBusMatchRule(interface: "com.example.Test", member: "Ping"), bufferSize: 10)
+      for i in 0..<30 {
+        try await emitter.emitSignal(
+          path: "/p", interface: "com.example.Test", member: "Ping", arguments: [.string("\(i)")])
+      }
+      for _ in 0..<500 where listener.statistics.signalsDropped < 20 {
+        try await Task.sleep(for: .milliseconds(10))
+      }
+      #expect(listener.statistics.signalsDropped == 20)
+      var iterator = batches.makeAsyncIterator()
+      let batch = await iterator.next()
+      #expect(batch?.map { $0.arguments.first?.stringValue ?? "?" } == (0..<10).map { "\($0)" })
+      // Room again: the next signal is delivered.
+      try await emitter.emitSignal(
+        path: "/p", interface: "com.example.Test", member: "Ping", arguments: [.string("next")])
+      #expect(await iterator.next()?.first?.arguments.first?.stringValue == "next")
+    }
+  }
+
+  @Test(
+    "signal batches end after what is queued when the connection closes, and at once when the task is cancelled"
+  )
+  func batchesEnd() async throws {
+    try await PrivateBus.with { bus in
+      let listener = try await bus.connect()
+      let batches = try await listener.signalBatches(
+        matching: DBusMatchRule(interface: "com.example.Test", member: "Ping"))
+      let waiting = Task {
+        var iterator = batches.makeAsyncIterator()
+        return await iterator.next()
+      }
+      try await Task.sleep(for: .milliseconds(100))
+      waiting.cancel()
+      #expect(await waiting.value == nil)
+
+      let other = try await bus.connect()
+      let closing = try await other.signalBatches(
+        matching: DBusMatchRule(interface: "com.example.Test", member: "Ping"))
+      let consumer = Task {
+        var count = 0
+        for await batch in closing { count += batch.count }
+        return count
+      }
+      try await Task.sleep(for: .milliseconds(100))
+      await other.close()
+      #expect(await consumer.value == 0)
+    }
+  }
+
   @Test("a rule with a well-known sender matches the name's current owner only")
   func wellKnownSender() async throws {
     try await PrivateBus.with { bus in

@@ -26,7 +26,7 @@ enum BusCommand: Sendable {
   case call(token: UInt64, OutgoingCall, timeoutMilliseconds: Int32, ResultWaiter<[DBusValue]>)
   case cancelCall(token: UInt64)
   case emit(OutgoingSignal, ResultWaiter<Void>?)
-  case subscribe(id: UInt64, DBusMatchRule, AsyncStream<DBusSignal>.Continuation)
+  case subscribe(id: UInt64, DBusMatchRule, SignalSink)
   case unsubscribe(id: UInt64)
   /// Starts (or counts another use of) tracking the owner of a well-known name.
   case trackName(String)
@@ -41,4 +41,30 @@ enum BusCommand: Sendable {
   case reply(token: UInt64, Result<[DBusValue], DBusError>)
   case awaitClose(CheckedContinuation<Void, Never>)
   case close
+}
+
+/// Where a subscription's signals go: a stream, signal by signal, or a queue that hands a
+/// bus-thread turn's signals over at once.
+enum SignalSink: Sendable {
+  case stream(AsyncStream<DBusSignal>.Continuation)
+  case batches(SignalQueue)
+
+  /// Hands a signal on (queued, for batches); `false` when it was dropped.
+  func offer(_ signal: DBusSignal) -> Bool {
+    switch self {
+    case .stream(let continuation):
+      if case .dropped = continuation.yield(signal) { return false }
+      return true
+    case .batches(let queue):
+      return queue.append(signal)
+    }
+  }
+
+  /// No more signals.
+  func finish() {
+    switch self {
+    case .stream(let continuation): continuation.finish()
+    case .batches(let queue): queue.finish()
+    }
+  }
 }

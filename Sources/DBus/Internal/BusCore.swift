@@ -41,7 +41,7 @@ final class BusCore: @unchecked Sendable {
 
   struct Subscription {
     var rule: DBusMatchRule
-    var continuation: AsyncStream<DBusSignal>.Continuation
+    var sink: SignalSink
   }
 
   struct TrackedName {
@@ -59,6 +59,8 @@ final class BusCore: @unchecked Sendable {
   private var trackedNames: [String: TrackedName] = [:]
   private var closeWaiters: [CheckedContinuation<Void, Never>] = []
   private var stopped = false
+  /// Batch queues given signals since they were last flushed (``flushBatches()``).
+  private var unflushed: [SignalQueue] = []
   /// Signals delivered since the last turn that delivered any (``paceSignals()``).
   private var signalsThisTurn = 0
   /// When the socket is left unread while signals come fast.
@@ -231,13 +233,23 @@ final class BusCore: @unchecked Sendable {
     while !stopped {
       drainInbox()
       dispatchAll()
+      flushBatches()
       if stopped { break }
       pollOnce()
       fireTimeouts()
       dispatchAll()
+      flushBatches()
       paceSignals()
     }
     finish()
+  }
+
+  /// Hands the signals queued for batch subscribers during a dispatch over, one batch each.
+  private func flushBatches() {
+    guard !unflushed.isEmpty else { return }
+    var seen = Set<ObjectIdentifier>()
+    for queue in unflushed where seen.insert(ObjectIdentifier(queue)).inserted { queue.flush() }
+    unflushed.removeAll(keepingCapacity: true)
   }
 
   /// Signals in one turn from which the socket is read at once again, gathering or not (the
@@ -385,10 +397,13 @@ final class BusCore: @unchecked Sendable {
     for subscription in subscriptions.values {
       let owner = subscription.rule.sender.flatMap { trackedNames[$0]?.owner }
       guard subscription.rule.matches(signal, senderOwner: owner) else { continue }
-      if case .dropped = subscription.continuation.yield(signal) {
-        dropped += 1
-      } else {
+      if subscription.sink.offer(signal) {
         delivered += 1
+        if case .batches(let queue) = subscription.sink, unflushed.last !== queue {
+          unflushed.append(queue)
+        }
+      } else {
+        dropped += 1
       }
     }
     signalsThisTurn += delivered
@@ -448,8 +463,8 @@ final class BusCore: @unchecked Sendable {
       } catch {
         waiter?.resume(returning: .failure(error))
       }
-    case .subscribe(let id, let rule, let continuation):
-      subscriptions[id] = Subscription(rule: rule, continuation: continuation)
+    case .subscribe(let id, let rule, let sink):
+      subscriptions[id] = Subscription(rule: rule, sink: sink)
     case .unsubscribe(let id):
       guard let subscription = subscriptions.removeValue(forKey: id) else { return }
       sendMatch("RemoveMatch", subscription.rule)
@@ -525,7 +540,8 @@ final class BusCore: @unchecked Sendable {
     }
     pendingCalls.removeAll()
     updatePendingCount()
-    for subscription in subscriptions.values { subscription.continuation.finish() }
+    flushBatches()
+    for subscription in subscriptions.values { subscription.sink.finish() }
     subscriptions.removeAll()
     incomingCalls.removeAll()
     records.removeAll()
@@ -542,7 +558,7 @@ final class BusCore: @unchecked Sendable {
     switch command {
     case .call(_, _, _, let waiter): waiter.resume(returning: .failure(error))
     case .emit(_, let waiter): waiter?.resume(returning: .failure(error))
-    case .subscribe(_, _, let continuation): continuation.finish()
+    case .subscribe(_, _, let sink): sink.finish()
     case .export(_, _, _, let waiter), .unexport(_, let waiter),
       .addObjectManager(_, let waiter):
       waiter.resume(returning: .failure(error))
