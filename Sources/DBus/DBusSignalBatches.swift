@@ -14,6 +14,7 @@ import Synchronization
 /// ``DBusStatistics/signalsDropped``. One consumer iterates it; the subscription ends when the
 /// sequence and its iterator are gone, or when the iterating task is cancelled.
 public struct DBusSignalBatches: AsyncSequence, Sendable {
+  /// A batch: the signals that arrived since the consumer last asked, in order; never empty.
   public typealias Element = [DBusSignal]
 
   /// The consumer's end: ends the subscription when the last copy of the sequence and its
@@ -39,6 +40,7 @@ public struct DBusSignalBatches: AsyncSequence, Sendable {
     }
   }
 
+  /// The iterator; one consumer iterates.
   public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(handle: handle) }
 }
 
