@@ -32,6 +32,10 @@ public struct MQTTStatistics: Sendable, Hashable {
   /// a thread hands over publications, that thread reads the acknowledgements (and whatever
   /// else arrived) before each batch, and the loop thread leaves the socket to it.
   public var loopReads: UInt64 = 0
+  /// Times the loop thread's `poll` returned (woken by anything, or at a deadline). While
+  /// publishers read the input, the end of their read window wakes it once, after the last
+  /// batch (a kernel timer that each batch pushes back), not once per batch.
+  public var loopTurns: UInt64 = 0
   /// Lines libmosquitto formatted for its log callback. It formats one for every packet sent
   /// or received while the callback is set, so the client sets it only while it is not
   /// connected, when those lines explain a failure.

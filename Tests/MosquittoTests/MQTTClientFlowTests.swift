@@ -221,7 +221,9 @@ struct MQTTClientFlowTests {
     // Batches of 5 QoS 1 values 100 ms apart, as the BlueZ reader hands them over at the
     // default batch window; with the default 50-ms read window each batch wakes the loop
     // thread for its acknowledgements.
-    func loopReads(readWindow: Double) async throws -> (reads: UInt64, delays: [Double]) {
+    func loopReads(readWindow: Double) async throws -> (
+      reads: UInt64, turns: UInt64, delays: [Double], after: Double
+    ) {
       var config = configuration(broker)
       config.publisherReadWindow = readWindow
       let client = try await connectedClient(config)
@@ -230,6 +232,7 @@ struct MQTTClientFlowTests {
       let sender = try await connectedClient(configuration(broker))
       try await Task.sleep(for: .milliseconds(100))
       let before = client.statistics.loopReads
+      let turnsBefore = client.statistics.loopTurns
       var sentAt: [Double] = []
       for batch in 0..<20 {
         client.send(
@@ -247,13 +250,20 @@ struct MQTTClientFlowTests {
         }
       }
       let reads = client.statistics.loopReads - before
+      let turns = client.statistics.loopTurns - turnsBefore
       #expect(await eventually { client.statistics.published == 100 })
       #expect(await eventually { seen.messages.count == 5 })
       #expect(client.statistics.inflight == 0)
       let delays = zip(seen.arrivals, sentAt).map { $0 - $1 }
+      // After the last batch, no publisher reads: the window's end hands input back to the
+      // loop thread, and a message from the broker arrives within about the window.
+      let lastSent = monotonicSeconds()
+      sender.send([.enqueue(MQTTMessage(topic: "in/after", text: "after"))])
+      #expect(await eventually { seen.messages.count == 6 })
+      let after = (seen.arrivals.last ?? .infinity) - lastSent
       await sender.shutdown()
       await client.shutdown()
-      return (reads, delays)
+      return (reads, turns, delays, after)
     }
     let narrow = try await loopReads(readWindow: 0.05)
     // 0.3 s, not the gateway's 0.15: a sleep of 100 ms that overshoots on a loaded host must
@@ -268,6 +278,11 @@ struct MQTTClientFlowTests {
     // loaded host.
     #expect(wide.delays.count == 5)
     #expect(wide.delays.allSatisfy { $0 < 0.5 }, "delays \(wide.delays)")
+    // The loop thread sleeps while batches flow (the window's timer is pushed back by each),
+    // where it woke at the end of the window each batch opened: about 20 turns.
+    #expect(wide.turns <= 6, "wide window: \(wide.turns) loop turns, narrow \(narrow.turns)")
+    #expect(
+      wide.after < 0.6 && narrow.after < 0.6, "after the stream: \(wide.after), \(narrow.after) s")
   }
 
   @Test(

@@ -1,3 +1,4 @@
+import CMosquitto
 import Foundation
 import Glibc
 import Logging
@@ -119,7 +120,9 @@ enum CallbackRecord {
 /// on BlueZ's socket path (issue 14's lab profile: the scheduler). What arrives while publications flow waits at most
 /// that window or until the next batch; a burst that a few reads do not take, an answer a
 /// caller awaits (an acknowledgement, a SUBACK), acknowledgements the in-flight window needs
-/// and the broker closing the connection are the loop thread's at once.
+/// and the broker closing the connection are the loop thread's at once. The window's end is a
+/// kernel timer that each publisher's read pushes back, so the loop thread sleeps while batches
+/// flow and wakes once when they stop.
 ///
 /// The offline queue is the session's, not libmosquitto's: a message is handed to libmosquitto
 /// only while connected and while fewer than `maxInflight` QoS ≥ 1 messages await their
@@ -158,6 +161,13 @@ final class ClientCore: @unchecked Sendable {
   private var lastBatchAt = -Double.infinity
   /// Whether the loop thread's current `poll` includes input from the broker.
   private var loopPollsInput = true
+  /// A kernel timer (`timerfd`, monotonic clock) that ends the publishers' read window: each
+  /// publisher's read pushes it back, so the loop thread, which polls it, wakes once when
+  /// batches stop instead of once per batch at the end of the window the previous one opened.
+  /// -1 when the kernel gave none: the loop then wakes at the window's end by its timeout.
+  private let windowTimer: Int32
+  /// The window end the timer is armed for (monotonic seconds).
+  private var windowTimerAt = -Double.infinity
 
   init(
     configuration: MQTTClientConfiguration, logger: Logger,
@@ -171,6 +181,7 @@ final class ClientCore: @unchecked Sendable {
     self.overflow = overflow
     self.events = events
     publisherReadWindow = max(0, configuration.publisherReadWindow)
+    windowTimer = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK) | Int32(TFD_CLOEXEC))
     handle = try MosquittoHandle(configuration: configuration)
     session = MQTTSession(configuration: configuration, logger: logger)
     do {
@@ -179,6 +190,11 @@ final class ClientCore: @unchecked Sendable {
       throw MQTTError(.invalidConfiguration, error.description)
     }
     handle.setUserData(Unmanaged.passUnretained(self).toOpaque())
+  }
+
+  deinit {
+    // The loop thread holds the core while it runs: nobody polls or arms the timer now.
+    if windowTimer >= 0 { Glibc.close(windowTimer) }
   }
 
   // MARK: entry points from other threads
@@ -270,10 +286,24 @@ final class ClientCore: @unchecked Sendable {
       }
       guard handle.socket == socket, handle.inputWaiting else {
         publisherReadAt = t
+        armWindowTimer(at: t + publisherReadWindow)
         return
       }
     }
     publisherReadAt = -.infinity
+  }
+
+  /// Arms the window timer to fire at `deadline` (monotonic seconds), a microsecond late at
+  /// most, never early: the loop thread, woken by it, must find the window over.
+  private func armWindowTimer(at deadline: Double) {
+    guard windowTimer >= 0, deadline.isFinite, deadline > 0 else { return }
+    let seconds = deadline.rounded(.down)
+    var spec = itimerspec()
+    spec.it_value.tv_sec = Int(seconds)
+    spec.it_value.tv_nsec = min(999_999_999, Int(((deadline - seconds) * 1e9).rounded(.up)) + 1000)
+    if timerfd_settime(windowTimer, Int32(TFD_TIMER_ABSTIME), &spec, nil) == 0 {
+      windowTimerAt = deadline
+    }
   }
 
   /// Calls of libmosquitto's read a publishing thread makes before it leaves the rest of the
@@ -318,6 +348,8 @@ final class ClientCore: @unchecked Sendable {
     var events: Int16
     /// Milliseconds.
     var timeout: Int32
+    /// Whether the window timer ends the wait (instead of the timeout).
+    var windowTimer = false
   }
 
   /// With the loop's lock held: carries out what waits in the mailbox, lets the session act
@@ -334,12 +366,15 @@ final class ClientCore: @unchecked Sendable {
     let publishersRead = leavesInputToPublishers(now: t)
     loopPollsInput = !publishersRead
     var deadline = session.nextDeadline(now: t)
-    if publishersRead { deadline = min(deadline, publisherReadAt + publisherReadWindow) }
+    // The window's end: the timer armed for it, or the timeout.
+    let windowEnd = publisherReadAt + publisherReadWindow
+    let timed = publishersRead && windowTimer >= 0 && windowTimerAt >= windowEnd
+    if publishersRead && !timed { deadline = min(deadline, windowEnd) }
     return PollPlan(
       socket: handle.socket,
       events: (publishersRead ? Self.pollPeerClosed : Int16(POLLIN))
         | (handle.wantsWrite ? Int16(POLLOUT) : 0),
-      timeout: Self.pollTimeout(until: deadline, now: t))
+      timeout: Self.pollTimeout(until: deadline, now: t), windowTimer: timed)
   }
 
   /// Milliseconds from `t` to `deadline` for `poll`: 0 once it has passed, at most a minute.
@@ -375,6 +410,8 @@ final class ClientCore: @unchecked Sendable {
   /// nothing, or only the wake-up pipe, was ready).
   private func poll(_ plan: PollPlan) -> Int16 {
     var fds = [mailbox.wakePollFD]
+    if plan.windowTimer { fds.append(pollfd(fd: windowTimer, events: Int16(POLLIN), revents: 0)) }
+    let socketIndex = fds.count
     if plan.socket >= 0 { fds.append(pollfd(fd: plan.socket, events: plan.events, revents: 0)) }
     let ready: Int
     do {
@@ -383,11 +420,18 @@ final class ClientCore: @unchecked Sendable {
       logger.error("MQTT loop: \(error)")
       ready = 0
     }
-    if ready > 0 && fds[0].revents != 0 {
-      mailbox.drainWakeUps()
-      stats.withLock { $0.loopWakeUps += 1 }
+    let woken = ready > 0 && fds[0].revents != 0
+    if woken { mailbox.drainWakeUps() }
+    if plan.windowTimer && ready > 0 && fds[1].revents != 0 {
+      // Its expirations, so that it is not readable again until armed anew.
+      var expirations: UInt64 = 0
+      _ = Glibc.read(windowTimer, &expirations, 8)
     }
-    return ready > 0 && plan.socket >= 0 ? fds[1].revents : 0
+    stats.withLock {
+      $0.loopTurns += 1
+      if woken { $0.loopWakeUps += 1 }
+    }
+    return ready > 0 && plan.socket >= 0 ? fds[socketIndex].revents : 0
   }
 
   /// Reads and writes what `poll` reported for `socket` (`revents`), and lets libmosquitto
