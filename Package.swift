@@ -84,7 +84,7 @@ let package = Package(
     .target(
       name: "Gateway",
       dependencies: [
-        "Mosquitto", "BridgeCore", "BlueZ", "SimulatedRadio", "Backoff", "Web",
+        "Mosquitto", "BridgeCore", "BlueZ", "SimulatedRadio", "Backoff", "Web", "LoopSupport",
         .product(name: "Metrics", package: "swift-metrics"),
         .product(name: "Configuration", package: "swift-configuration"),
         .product(name: "Yams", package: "Yams"),

@@ -288,7 +288,7 @@ extension BlueZCentral {
     guard model.device(address: characteristic.address)?.connected == true else { return }
     do {
       try await startNotify(
-        characteristic, timeout: Double(configuration.bus.callTimeout.components.seconds))
+        characteristic, timeout: configuration.bus.callTimeout.seconds)
     } catch {
       logger.warning(
         "StartNotify after the socket ended failed: \(error)",

@@ -1,4 +1,5 @@
 import Foundation
+import LoopSupport
 import Synchronization
 
 /// The time the bridges run on.
@@ -32,10 +33,7 @@ public struct BridgeClock: Sendable {
   public static var system: BridgeClock {
     let origin = ContinuousClock.now
     return BridgeClock(
-      monotonic: {
-        let elapsed = origin.duration(to: .now).components
-        return Double(elapsed.seconds) + Double(elapsed.attoseconds) * 1e-18
-      },
+      monotonic: { origin.duration(to: .now).seconds },
       wall: { Date().timeIntervalSince1970 })
   }
 

@@ -2,6 +2,7 @@ import Backoff
 public import BridgeCore
 import Foundation
 public import Logging
+import LoopSupport
 public import Mosquitto
 import Synchronization
 public import Web
@@ -435,11 +436,9 @@ public final class CentralRoleService: Sendable {
       result = .failure(error)
     }
     if let metrics {
-      let elapsed = (ContinuousClock.now - started).components
       let ok: Bool = if case .success = result { true } else { false }
       metrics.recordOperation(
-        operation.kind.name, ok: ok,
-        seconds: Double(elapsed.seconds) + Double(elapsed.attoseconds) * 1e-18)
+        operation.kind.name, ok: ok, seconds: (ContinuousClock.now - started).seconds)
     }
     driver.feed { bridge, now in
       bridge.connections(now: now) { $0.operationFinished(operation.id, result: result, now: now) }

@@ -1,6 +1,7 @@
 public import BridgeCore
 import Foundation
 public import Logging
+import LoopSupport
 public import Mosquitto
 public import ServiceLifecycle
 import Synchronization
@@ -408,8 +409,7 @@ public final class GatewayService: Service, Sendable {
 
   /// Monotonic seconds since the gateway was made.
   private func seconds(_ instant: ContinuousClock.Instant) -> Double {
-    let elapsed = started.duration(to: instant).components
-    return Double(elapsed.seconds) + Double(elapsed.attoseconds) * 1e-18
+    started.duration(to: instant).seconds
   }
 
   /// Publishes our retained online state again.
@@ -857,9 +857,7 @@ public final class GatewayService: Service, Sendable {
       ProcessMetrics.releaseFreeMemory()
       var report = health()
       let now = ContinuousClock.now
-      let elapsed =
-        Double((now - lastTime).components.seconds)
-        + Double((now - lastTime).components.attoseconds) / 1e18
+      let elapsed = (now - lastTime).seconds
       report.publishRate = elapsed > 0 ? Double(report.published - lastPublished) / elapsed : 0
       counters.publishRate.withLock { [rate = report.publishRate] in $0 = rate }
       lastPublished = report.published
@@ -876,7 +874,7 @@ public final class GatewayService: Service, Sendable {
     let stats = client.statistics
     let elapsed = ContinuousClock.now - started
     var report = HealthReport(
-      uptime: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
+      uptime: elapsed.seconds,
       residentMemoryBytes: ProcessMetrics.residentMemoryBytes(), published: stats.published,
       received: stats.received, queued: stats.queued, inflight: stats.inflight,
       dropped: stats.dropped, reconnects: stats.reconnects,

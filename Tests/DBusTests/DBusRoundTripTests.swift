@@ -14,7 +14,9 @@ struct DBusRoundTripTests {
     .double(3.25), .double(-1e300),
     .string(""), .string("héllo ✓ 😀 'quoted' <xml>"),
     .objectPath("/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF"), .signature("a{sv}(ii)"),
-    .bytes([0, 1, 127, 255]), .array("s", []), .strings(["a", "b", ""]),
+    .bytes([0, 1, 127, 255]), .bytes([]), .bytes((0..<512).map { UInt8($0 & 0xFF) }),
+    .array("ay", [.bytes([1]), .bytes([]), .bytes([2, 3])]), .array("s", []),
+    .strings(["a", "b", ""]),
     .array("a{sv}", []), .array("ai", [.array("i", [.int32(1), .int32(2)]), .array("i", [])]),
     .properties(["RSSI": .int16(-60), "Name": .string("x"), "Nested": .variant(.variant(.byte(1)))]
     ),

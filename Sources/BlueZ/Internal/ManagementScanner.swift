@@ -411,9 +411,8 @@ final class ManagementScanner: Sendable {
       restart(index)
       return
     }
-    let spacing = Self.restartSpacing.components
-    let delay = Double(spacing.seconds) + Double(spacing.attoseconds) / 1e18
-    DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
+    DispatchQueue.global().asyncAfter(deadline: .now() + Self.restartSpacing.seconds) {
+      [weak self] in
       self?.restart(index)
     }
   }

@@ -45,6 +45,14 @@ struct Marshaller {
       return withExtendedLifetime(fd) { basic(&iter, CDBUS_TYPE_UNIX_FD, fd.rawValue) }
     case .array(let element, let values):
       return container(&iter, CDBUS_TYPE_ARRAY, element.rawValue) { sub in
+        // A byte array (a value, a chunk of a transfer) in one call, not one per byte.
+        if element.rawValue == "y", let bytes = Self.bytes(values) {
+          return bytes.withUnsafeBufferPointer { buffer in
+            var base = buffer.baseAddress ?? UnsafePointer(bitPattern: 1)
+            return dbus_message_iter_append_fixed_array(
+              &sub, CDBUS_TYPE_BYTE, &base, Int32(buffer.count)) != 0
+          }
+        }
         for v in values where !appendValue(v, &sub) { return false }
         return true
       }
@@ -69,6 +77,17 @@ struct Marshaller {
         return true
       }
     }
+  }
+
+  /// The bytes of an array whose every element is a byte (`nil` when one is not).
+  private static func bytes(_ values: [DBusValue]) -> [UInt8]? {
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(values.count)
+    for value in values {
+      guard case .byte(let byte) = value else { return nil }
+      bytes.append(byte)
+    }
+    return bytes
   }
 
   private func basic<T: BitwiseCopyable>(_ iter: inout DBusMessageIter, _ type: Int32, _ value: T)
@@ -151,6 +170,17 @@ struct Marshaller {
       // libdbus hands out a duplicate that the caller owns.
       let fd = get(&iter, Int32(-1))
       return fd >= 0 ? .unixFD(DBusFileDescriptor(taking: fd)) : nil
+    case CDBUS_TYPE_ARRAY where dbus_message_iter_get_element_type(&iter) == CDBUS_TYPE_BYTE:
+      // A byte array (a value, advertising data) in one call, not three per byte.
+      var sub = DBusMessageIter()
+      dbus_message_iter_recurse(&iter, &sub)
+      var base: UnsafeMutableRawPointer? = nil
+      var count: Int32 = 0
+      dbus_message_iter_get_fixed_array(&sub, &base, &count)
+      guard count > 0, let base else { return .array(DBusSignature(unchecked: "y"), []) }
+      let bytes = UnsafeBufferPointer(
+        start: base.assumingMemoryBound(to: UInt8.self), count: Int(count))
+      return .array(DBusSignature(unchecked: "y"), bytes.map { .byte($0) })
     case CDBUS_TYPE_ARRAY:
       let arraySignature = signature(&iter)
       let element = String(arraySignature.dropFirst())
