@@ -43,8 +43,7 @@ extension MQTTClientConfiguration {
   /// The publishers' read window for a batch window: a little longer than the batch window,
   /// so that batches of a fast stream (one per window) still come within it and the
   /// acknowledgements of one are read when the next is handed over, not by the MQTT loop
-  /// thread (which still wakes once per batch, at the end of the window the previous batch
-  /// opened, and reads nothing). An incoming message waits at most about a batch window while
+  /// thread, which sleeps until the window ends after the last batch. An incoming message waits at most about a batch window while
   /// such a stream flows — the delay its values already accept. Never below the client's
   /// default (0.05 s).
   ///
