@@ -12,7 +12,8 @@ struct AcquiredNotify: Sendable {
   final class Tap: Sendable {
     let values = Atomic<Int>(0)
     let backlogs = Atomic<Int>(0)
-    /// Values read at once from which the reader reports a backlog (``backlogThreshold(sendBuffer:)``).
+    /// Values read at once from which the reader reports a backlog
+    /// (``backlogThreshold(sendBuffer:)``).
     let threshold: Int
 
     init(threshold: Int) {

@@ -70,17 +70,24 @@ extension BlueZCentral: BlueZSessionClient {
       }
     case .signals(let signals):
       guard synced else { return }
-      // What a batch means goes on at once: one bridge step for the turn's signals.
-      let now = clock.now
+      // What a batch means goes on at once: one bridge step for the turn's signals. A signal
+      // of a device the mirror evicted first hands on what came before it, then learns the
+      // device again, and the signals after it apply to the device learnt (in order, as one
+      // by one).
+      let epoch = self.epoch
+      var now = clock.now
       var events: [CentralEvent] = []
-      var unknown: [DBusObjectPath] = []
       for signal in signals {
         let update = model.apply(signal, now: now)
         events += update.events
-        if let path = update.unknownDevice, !unknown.contains(path) { unknown.append(path) }
+        guard let path = update.unknownDevice else { continue }
+        deliver(events)
+        events = []
+        await relearn(path)
+        guard epoch == self.epoch, synced else { return }
+        now = clock.now
       }
       deliver(events)
-      for path in unknown { await relearn(path) }
     case .closed:
       connection = nil
       startupSettled = true

@@ -14,10 +14,11 @@ import LoopSupport
 /// gets a new owner (bluetoothd restarted) or the connection was reopened. Run the central as a
 /// long-running service (``run()``, e.g. as a swift-service-lifecycle `Service`).
 ///
-/// Events (``attach(_:)``) reach their sinks with no buffer in between, one batch per turn of
-/// the bus thread's BlueZ signals on this actor (``BlueZSessionEvent/signals(_:)``), notifications of acquired sockets on the notification reader's thread,
-/// and with ``BlueZCentralConfiguration/ScanMethod/management`` advertisements on the management
-/// scanner's thread; every adapter and device event carries the full current state.
+/// Events (``attach(_:)``) reach their sinks with no buffer in between, one batch per turn of the
+/// bus thread's BlueZ signals on this actor (``BlueZSessionEvent/signals(_:)``), notifications of
+/// acquired sockets on the notification reader's thread, and with
+/// ``BlueZCentralConfiguration/ScanMethod/management`` advertisements on the management scanner's
+/// thread; every adapter and device event carries the full current state.
 ///
 /// - Important: All state lives in this actor; BlueZ calls run concurrently with signal handling
 ///   (actor reentrancy), and discovery operations on one adapter are serialised.
@@ -98,7 +99,8 @@ public actor BlueZCentral: BLECentral {
   var counters = Statistics()
   /// Characteristics whose notifications come through an acquired socket.
   var acquiredNotify: [GATTCharacteristicID: AcquiredNotify] = [:]
-  /// Characteristics moved to `StartNotify` because their socket ended at once (``NotifyMethod/auto``).
+  /// Characteristics moved to `StartNotify` because their socket ended at once
+  /// (``NotifyMethod/auto``).
   var startNotifyOnly: Set<GATTCharacteristicID> = []
   /// Characteristics with a `StartNotify` session of ours (or one that may have started: the
   /// call timed out); only these are stopped with `StopNotify`.
@@ -161,8 +163,9 @@ public actor BlueZCentral: BLECentral {
 
   // MARK: port
 
-  /// Delivers everything the stack reports from now on to `sink`, one batch per BlueZ signal,
-  /// on this actor; ``EventSink/finish`` is called when ``run()`` returns.
+  /// Delivers everything the stack reports from now on to `sink`: on this actor, one batch per
+  /// batch of BlueZ signals (``BlueZSessionEvent/signals(_:)``); ``EventSink/finish`` is called
+  /// when ``run()`` returns.
   ///
   /// - Parameter sink: The receiver.
   /// - Returns: The attachment.

@@ -18,9 +18,11 @@ enum BlueZSessionEvent: Sendable {
   /// Taking the snapshot failed (`attempt` times in a row, the last time with `error`); it is
   /// retried with backoff.
   case snapshotFailed(attempt: Int, error: DBusError?)
-  /// Signals from the current owner, after its snapshot, in order: those one turn of the bus
-  /// thread read (with ``BlueZSessionConfiguration/signalGathering``, an interval's), so that a
-  /// client takes them in one hop and hands on what they mean at once. Never empty.
+  /// Signals from the current owner, after its snapshot, in order: what the bus thread read
+  /// since the session last took some (about a turn's: with
+  /// ``BlueZSessionConfiguration/signalGathering``, an interval's; after a snapshot, the
+  /// signals held back meanwhile), so that a client takes them in one hop and hands on what
+  /// they mean at once. Never empty.
   case signals([DBusSignal])
   /// The connection is gone (closed or lost); a new one is being opened.
   case closed

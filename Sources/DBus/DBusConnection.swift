@@ -208,7 +208,13 @@ public final class DBusConnection: Sendable {
     let core = self.core
     let id = core.nextToken()
     let queue = SignalQueue(capacity: bufferSize) { core.send(.unsubscribe(id: id)) }
-    try await subscribe(rule, .batches(queue), id: id)
+    do {
+      try await subscribe(rule, .batches(queue), id: id)
+    } catch {
+      // Nobody will iterate it: the subscription ends here (as a stream's does when finished).
+      queue.terminate()
+      throw error
+    }
     return DBusSignalBatches(queue)
   }
 

@@ -5,9 +5,10 @@ import Synchronization
 ///
 /// Where ``DBusConnection/signals(matching:bufferSize:)`` hands over each signal on its own, so
 /// that a consumer wakes (and, on an actor, hops) once per signal, this sequence's elements are
-/// everything that arrived since the consumer last asked: at least the signals one turn of the
-/// bus thread read, in arrival order. With a gathering connection
-/// (``DBusConnection/init(address:gathering:)``) one turn holds every signal of an interval.
+/// everything that arrived since the consumer last asked, in arrival order: what one turn of the
+/// bus thread read (part of one, when the consumer asks while the turn is still dispatching). With
+/// a gathering connection (``DBusConnection/init(address:gathering:)``) one turn holds every signal
+/// of an interval.
 ///
 /// It holds at most `bufferSize` signals that the consumer has not taken — a bound in signals,
 /// not in batches; newer ones are dropped while it is full and counted in
@@ -66,9 +67,11 @@ final class SignalQueue: Sendable {
     self.onTermination = onTermination
   }
 
-  /// Queues a signal (bus thread); `false` when it was dropped (full, or finished).
+  /// Queues a signal (bus thread); `false` when it was dropped because the queue is full (a
+  /// consumer that has gone drops nothing: its subscription is ending).
   func append(_ signal: DBusSignal) -> Bool {
     state.withLock { state in
+      guard !state.terminated else { return true }
       guard !state.finished, state.queued.count < capacity else { return false }
       state.queued.append(signal)
       return true
@@ -122,6 +125,7 @@ final class SignalQueue: Sendable {
             return .some(state.queued)
           }
           if state.finished || state.terminated { return .some(nil) }
+          precondition(state.waiter == nil, "DBusSignalBatches has one consumer")
           state.waiter = waiter
           return .none
         }

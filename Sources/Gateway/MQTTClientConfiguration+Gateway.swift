@@ -40,12 +40,12 @@ extension MQTTClientConfiguration {
         batchWindow: configuration.bluetooth.batchWindow))
   }
 
-  /// The publishers' read window for a batch window: a little longer than the batch window,
-  /// so that batches of a fast stream (one per window) still come within it and the
-  /// acknowledgements of one are read when the next is handed over, not by the MQTT loop
-  /// thread, which sleeps until the window ends after the last batch. An incoming message waits at most about a batch window while
-  /// such a stream flows — the delay its values already accept. Never below the client's
-  /// default (0.05 s).
+  /// The publishers' read window for a batch window: a little longer than the batch window, so that
+  /// batches of a fast stream (one per window) still come within it and the acknowledgements of one
+  /// are read when the next is handed over, not by the MQTT loop thread, which sleeps until the
+  /// window ends after the last batch. An incoming message waits at most about a batch window while
+  /// such a stream flows — the delay its values already accept. Never below the client's default
+  /// (0.05 s).
   ///
   /// - Parameter batchWindow: `bluetooth.batch_window` in seconds.
   /// - Returns: The read window in seconds.

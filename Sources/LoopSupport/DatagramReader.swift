@@ -56,12 +56,12 @@ public final class DatagramReader: Sendable {
 
   /// Starts the reader thread.
   ///
-  /// With a `gathering` interval, the thread reads at once what comes slowly, but while a
-  /// socket's datagrams arrive more than once per interval it lets them gather and reads that
-  /// socket once per interval (``GatheringPace``): one wake-up for several datagrams, each held back at most that
-  /// long. Each socket is paced on its own: a lone datagram on one socket is read at once while
-  /// another's gather. A socket whose read took `gatheringCeiling` datagrams or more is read at
-  /// once again (its sender's end must not fill while it gathers).
+  /// With a `gathering` interval, the thread reads at once what comes slowly, but while a socket's
+  /// datagrams arrive more than once per interval it lets them gather and reads that socket once
+  /// per interval (``GatheringPace``): one wake-up for several datagrams, each held back at most
+  /// that long. Each socket is paced on its own: a lone datagram on one socket is read at once
+  /// while another's gather. A socket whose read took `gatheringCeiling` datagrams or more is read
+  /// at once again (its sender's end must not fill while it gathers).
   ///
   /// - Parameters:
   ///   - name: The thread's name (in `top -H`, `perf`).

@@ -1,17 +1,18 @@
 /// How a reader thread paces one source of input (a socket) while its input comes fast.
 ///
 /// A reader that reads at once every time its source becomes readable wakes once per item. With
-/// a gathering interval it reads at once what comes slowly, but while the items come at least
-/// once per interval — measured over the time since the previous turn that delivered any — it
-/// leaves the source unread until the interval ends, so that one wake-up takes several items,
-/// each held back at most one interval. The first item after a quiet spell is read at once.
+/// a gathering interval it reads at once what comes slowly; when an item comes less than an
+/// interval after the previous turn, it leaves the source unread until the interval ends, so
+/// that one wake-up takes what came meanwhile, each item held back at most one interval. It
+/// goes on gathering while items are waiting each time an interval ends (up to a quarter of an
+/// interval later, for the wake-up's own delay: ``slack``), and reads at once again from the
+/// first interval that ends with nothing waiting. The first item after a quiet spell is read at
+/// once.
 ///
-/// A gathered turn comes an interval after the previous one, a little later by the wake-up's
-/// own delay: up to a quarter of an interval late still counts as on time (``slack``).
-/// Otherwise a stream of between one and two items per interval (an advertiser every 60 ms at
-/// the default 0.1 s) would lock into reading one item per gathered turn and never gather two.
-/// There, gathering takes about half the wake-ups away; above two per interval a wake-up takes
-/// two or more. A stream slower than one item per 1.25 intervals is read at once.
+/// So a stream of more than one item per interval is read once per interval: an advertiser
+/// every 60 ms at the default 0.1 s costs six wake-ups for ten items. A stream slower than one
+/// item per interval costs one wake-up per item, and at most one more (the interval that ended
+/// empty) each time it slows down.
 ///
 /// Both the datagram reader (acquired notification sockets, the management scanner) and the
 /// D-Bus connection's bus thread (bluetoothd's signals) pace their input with this.
@@ -26,7 +27,8 @@ public struct GatheringPace: Sendable {
   /// When the last turn that delivered items was (monotonic seconds).
   private var lastTurn = -Double.infinity
 
-  /// How late, in intervals, a turn may come and its items still count as one per interval.
+  /// How late, in intervals, the turn after a gathering interval may come and its items still
+  /// count as waiting when the interval ended.
   public static let slack = 0.25
 
   /// A pace with nothing delivered yet.
@@ -51,12 +53,17 @@ public struct GatheringPace: Sendable {
   @discardableResult
   public mutating func record(_ count: Int, at time: Double, moreWaiting: Bool = false) -> Bool {
     guard count > 0 else { return gathers(at: time) }
+    // After a gathering interval: items were waiting when it ended (this turn came at its end,
+    // give or take the wake-up's delay). Otherwise: the item came within an interval of the
+    // previous turn.
     let fast =
-      interval > 0 && !moreWaiting && count < ceiling
-      && Double(count) * interval >= time - lastTurn - Self.slack * interval
+      gatherUntil.isFinite
+      ? time <= gatherUntil + Self.slack * interval
+      : Double(count) * interval > time - lastTurn
     lastTurn = time
-    gatherUntil = fast ? time + interval : -.infinity
-    return fast
+    let gathering = fast && interval > 0 && !moreWaiting && count < ceiling
+    gatherUntil = gathering ? time + interval : -.infinity
+    return gathering
   }
 
   /// Whether the source is left unread at `time`.

@@ -13,44 +13,73 @@ private func record(
 
 @Suite("Gathering pace: when a reader leaves a fast source unread until its interval ends")
 struct GatheringPaceTests {
-  /// Feeds a stream of single items, read at once unless the pace gathers, and returns the
-  /// items each turn took.
-  private func turns(itemsEvery period: Double, count: Int, interval: Double) -> [Int] {
+  /// Feeds a stream of single items to a reader paced by `GatheringPace`, and returns the
+  /// items each wake-up took: a reader wakes when an item comes while it reads at once, and
+  /// when a gathering interval ends (taking what is waiting, maybe nothing).
+  private func wakeUps(itemsEvery period: Double, count: Int, interval: Double) -> [Int] {
     var pace = GatheringPace(interval: interval, ceiling: 64)
     let arrivals = (0..<count).map { Double($0) * period + 1000 }
     var taken: [Int] = []
     var next = 0
+    var gathering = false
     while next < arrivals.count {
-      // The turn: when the next item comes, or when the gathering ends if that is later.
-      let time = max(arrivals[next], pace.gatherUntil)
+      let time = gathering ? pace.gatherUntil : arrivals[next]
       var items = 0
       while next < arrivals.count && arrivals[next] <= time {
         items += 1
         next += 1
       }
       taken.append(items)
-      pace.record(items, at: time)
+      gathering = items > 0 ? pace.record(items, at: time) : false
     }
     return taken
   }
 
-  @Test("an item every 60 ms with a 0.1-s interval: the first at once, then about 1.7 per turn")
+  @Test(
+    "an item every 60 ms with a 0.1-s interval: the first at once, then one wake-up per interval")
   func betweenOneAndTwoPerInterval() {
-    let taken = turns(itemsEvery: 0.06, count: 100, interval: 0.1)
+    let taken = wakeUps(itemsEvery: 0.06, count: 100, interval: 0.1)
     #expect(taken.first == 1)
     #expect(taken.reduce(0, +) == 100)
-    #expect(taken.count <= 65, "turns: \(taken.count)")
+    #expect(taken.count <= 63, "wake-ups: \(taken.count)")
+    #expect(!taken.contains(0))
   }
 
-  @Test("five items per interval: about five per turn")
+  @Test("five items per interval: about five per wake-up")
   func fivePerInterval() {
-    let taken = turns(itemsEvery: 0.02, count: 100, interval: 0.1)
-    #expect(taken.count <= 25, "turns: \(taken.count)")
+    let taken = wakeUps(itemsEvery: 0.02, count: 100, interval: 0.1)
+    #expect(taken.count <= 25, "wake-ups: \(taken.count)")
   }
 
-  @Test("an item every 0.2 s (slower than one per 1.25 intervals): each read at once")
+  @Test(
+    "items 0.11 s apart (slower than one per interval, within its slack): each read at once, no empty wake-up"
+  )
+  func justSlowerThanTheInterval() {
+    let taken = wakeUps(itemsEvery: 0.11, count: 50, interval: 0.1)
+    #expect(taken == Array(repeating: 1, count: 50))
+  }
+
+  @Test("items 0.09 s apart: no empty wake-up, each wake-up takes one")
+  func justFasterThanTheInterval() {
+    let taken = wakeUps(itemsEvery: 0.09, count: 50, interval: 0.1)
+    #expect(taken.reduce(0, +) == 50)
+    #expect(!taken.contains(0), "\(taken)")
+  }
+
+  @Test("a stream that slows down costs one empty wake-up, then each item is read at once")
+  func slowingDown() {
+    var pace = GatheringPace(interval: 0.1, ceiling: 64)
+    #expect(!record(&pace, 1, at: 10))
+    #expect(record(&pace, 1, at: 10.05))
+    #expect(record(&pace, 2, at: 10.15))
+    // The interval ending at 10.25 finds nothing; the next item comes at 10.4.
+    #expect(!record(&pace, 1, at: 10.4))
+    #expect(!record(&pace, 1, at: 10.55))
+  }
+
+  @Test("an item every 0.2 s (slower than one per interval): each read at once")
   func slowStream() {
-    let taken = turns(itemsEvery: 0.2, count: 20, interval: 0.1)
+    let taken = wakeUps(itemsEvery: 0.2, count: 20, interval: 0.1)
     #expect(taken == Array(repeating: 1, count: 20))
   }
 

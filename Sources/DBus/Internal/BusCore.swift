@@ -256,9 +256,9 @@ final class BusCore: @unchecked Sendable {
   /// subscribers' buffers must keep room).
   static let gatheringCeiling = 256
 
-  /// With ``gathering``: after a turn that delivered signals, whether they came more than once
-  /// per interval since the previous such turn (``GatheringPace``); if so the socket is left unread until the
-  /// interval ends, so that one wake-up of this thread (and of the tasks that consume the
+  /// With ``gathering``: after a turn that delivered signals, whether they came more than once per
+  /// interval since the previous such turn (``GatheringPace``); if so the socket is left unread
+  /// until the interval ends, so that one wake-up of this thread (and of the tasks that consume the
   /// signals) takes several. The bluetoothd signal stream of advertisements and `StartNotify`
   /// values is what comes this fast.
   private func paceSignals() {

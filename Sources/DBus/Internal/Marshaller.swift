@@ -47,6 +47,7 @@ struct Marshaller {
       return container(&iter, CDBUS_TYPE_ARRAY, element.rawValue) { sub in
         // A byte array (a value, a chunk of a transfer) in one call, not one per byte.
         if element.rawValue == "y", let bytes = Self.bytes(values) {
+          guard bytes.count <= Self.maxArrayBytes else { return false }
           return bytes.withUnsafeBufferPointer { buffer in
             var base = buffer.baseAddress ?? UnsafePointer(bitPattern: 1)
             return dbus_message_iter_append_fixed_array(
@@ -78,6 +79,9 @@ struct Marshaller {
       }
     }
   }
+
+  /// The longest array D-Bus carries (64 MiB); a longer one is refused (libdbus would abort).
+  static let maxArrayBytes = 67_108_864
 
   /// The bytes of an array whose every element is a byte (`nil` when one is not).
   private static func bytes(_ values: [DBusValue]) -> [UInt8]? {

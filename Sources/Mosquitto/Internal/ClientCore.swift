@@ -1,4 +1,4 @@
-import CMosquitto
+internal import CMosquitto
 import Foundation
 import Glibc
 import Logging
@@ -113,16 +113,16 @@ enum CallbackRecord {
 /// holds the lock while it works and lets go of it while it polls, and is woken when the
 /// publisher left it something to do (a socket to write when it is writable, a new deadline).
 ///
-/// While batches come less than ``publisherReadWindow`` apart, the thread that hands one over
-/// also reads what the broker sent (acknowledgements, anything else) before it writes, and for
-/// that window after such a read the loop thread does not poll the socket for input: with
-/// QoS 1, each acknowledgement used to wake the loop thread, a second thread wake-up per value
-/// on BlueZ's socket path (issue 14's lab profile: the scheduler). What arrives while publications flow waits at most
-/// that window or until the next batch; a burst that a few reads do not take, an answer a
-/// caller awaits (an acknowledgement, a SUBACK), acknowledgements the in-flight window needs
-/// and the broker closing the connection are the loop thread's at once. The window's end is a
-/// kernel timer that each publisher's read pushes back, so the loop thread sleeps while batches
-/// flow and wakes once when they stop.
+/// While batches come less than ``publisherReadWindow`` apart, the thread that hands one over also
+/// reads what the broker sent (acknowledgements, anything else) before it writes, and for that
+/// window after such a read the loop thread does not poll the socket for input: with QoS 1, each
+/// acknowledgement used to wake the loop thread, a second thread wake-up per value on BlueZ's
+/// socket path (issue 14's lab profile: the scheduler). What arrives while publications flow waits
+/// at most that window or until the next batch; a burst that a few reads do not take, an answer a
+/// caller awaits (an acknowledgement, a SUBACK), acknowledgements the in-flight window needs and
+/// the broker closing the connection are the loop thread's at once. The window's end is a kernel
+/// timer that each publisher's read pushes back, so the loop thread sleeps while batches flow and
+/// wakes once when they stop.
 ///
 /// The offline queue is the session's, not libmosquitto's: a message is handed to libmosquitto
 /// only while connected and while fewer than `maxInflight` QoS ≥ 1 messages await their
@@ -181,13 +181,19 @@ final class ClientCore: @unchecked Sendable {
     self.overflow = overflow
     self.events = events
     publisherReadWindow = max(0, configuration.publisherReadWindow)
-    windowTimer = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK) | Int32(TFD_CLOEXEC))
     handle = try MosquittoHandle(configuration: configuration)
     session = MQTTSession(configuration: configuration, logger: logger)
     do {
       mailbox = try LoopMailbox()
     } catch {
       throw MQTTError(.invalidConfiguration, error.description)
+    }
+    // Last: nothing after it throws (`deinit` closes it).
+    windowTimer = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK) | Int32(TFD_CLOEXEC))
+    if windowTimer < 0 {
+      logger.warning(
+        "MQTT loop: no window timer (timerfd_create: \(String(cString: strerror(errno)))); the loop thread wakes once per batch instead"
+      )
     }
     handle.setUserData(Unmanaged.passUnretained(self).toOpaque())
   }
@@ -303,6 +309,9 @@ final class ClientCore: @unchecked Sendable {
     spec.it_value.tv_nsec = min(999_999_999, Int(((deadline - seconds) * 1e9).rounded(.up)) + 1000)
     if timerfd_settime(windowTimer, Int32(TFD_TIMER_ABSTIME), &spec, nil) == 0 {
       windowTimerAt = deadline
+    } else {
+      // The loop thread then ends the window by its timeout (`step`).
+      logger.debug("MQTT loop: timerfd_settime failed: \(String(cString: strerror(errno)))")
     }
   }
 
@@ -425,7 +434,10 @@ final class ClientCore: @unchecked Sendable {
     if plan.windowTimer && ready > 0 && fds[1].revents != 0 {
       // Its expirations, so that it is not readable again until armed anew.
       var expirations: UInt64 = 0
-      _ = Glibc.read(windowTimer, &expirations, 8)
+      // EAGAIN when a publisher armed it anew meanwhile: nothing to take then.
+      if Glibc.read(windowTimer, &expirations, 8) < 0 && errno != EAGAIN {
+        logger.debug("MQTT loop: reading the window timer: \(String(cString: strerror(errno)))")
+      }
     }
     stats.withLock {
       $0.loopTurns += 1
