@@ -141,7 +141,7 @@ extension BlueZCentral: GATTCentral {
   {
     let reply = try await gattCall(
       characteristic, "ReadValue", [.properties([:])], timeout: timeout)
-    guard reply.count == 1, let bytes = BlueZObjectModel.bytes(reply[0]) else {
+    guard reply.count == 1, let bytes = reply[0].bytesValue else {
       throw CentralError(
         .bluezError,
         message:

@@ -61,15 +61,19 @@ extension DBusValue {
     }
   }
 
-  /// The bytes of an `ay` value (through variants), else nil.
+  /// The bytes of an `ay` value (through variants), else nil (also when an element is not a
+  /// byte).
   public var bytesValue: [UInt8]? {
     guard case .array(let element, let values) = unwrapped, element.rawValue == "y" else {
       return nil
     }
-    return values.compactMap { value in
-      if case .byte(let b) = value { return b }
-      return nil
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(values.count)
+    for value in values {
+      guard case .byte(let byte) = value else { return nil }
+      bytes.append(byte)
     }
+    return bytes
   }
 
   /// The elements of an array value (through variants), else nil.

@@ -47,6 +47,16 @@ struct DBusValueValidationTests {
     #expect(DBusValue.bytes([1, 2]).signature.rawValue == "ay")
   }
 
+  @Test(
+    "bytesValue: the bytes of an ay (through variants); nil for other arrays and for a non-byte element"
+  )
+  func bytesValue() {
+    #expect(DBusValue.bytes([1, 2]).bytesValue == [1, 2])
+    #expect(DBusValue.variant(.bytes([])).bytesValue == [])
+    #expect(DBusValue.array("q", [.uint16(1)]).bytesValue == nil)
+    #expect(DBusValue.array("y", [.byte(1), .string("x")]).bytesValue == nil)
+  }
+
   @Test("inconsistent values are refused before sending")
   func invalidValues() {
     let bad: [DBusValue] = [

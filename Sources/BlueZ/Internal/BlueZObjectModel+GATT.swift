@@ -77,7 +77,7 @@ extension BlueZObjectModel {
       events.append(.notifyingChanged(id, after.receiving))
     }
     if let value = changed["Value"] {
-      if let bytes = Self.bytes(value) {
+      if let bytes = value.bytesValue {
         if after.notifying { events.append(.notification(id, bytes)) }
       } else {
         malformed += 1
@@ -109,19 +109,5 @@ extension BlueZObjectModel {
     -> BlueZGATTObjects.Characteristic?
   {
     gatt.characteristic(of: device.path, service: id.service, characteristic: id.characteristic)
-  }
-
-  /// The bytes of an `ay` value (not of any other array).
-  static func bytes(_ value: DBusValue) -> [UInt8]? {
-    guard case .array(let element, let values) = value.unwrapped, element.rawValue == "y" else {
-      return nil
-    }
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(values.count)
-    for value in values {
-      guard case .byte(let byte) = value else { return nil }
-      bytes.append(byte)
-    }
-    return bytes
   }
 }

@@ -46,7 +46,7 @@ struct Marshaller {
     case .array(let element, let values):
       return container(&iter, CDBUS_TYPE_ARRAY, element.rawValue) { sub in
         // A byte array (a value, a chunk of a transfer) in one call, not one per byte.
-        if element.rawValue == "y", let bytes = Self.bytes(values) {
+        if element.rawValue == "y", let bytes = value.bytesValue {
           guard bytes.count <= Self.maxArrayBytes else { return false }
           return bytes.withUnsafeBufferPointer { buffer in
             var base = buffer.baseAddress ?? UnsafePointer(bitPattern: 1)
@@ -82,17 +82,6 @@ struct Marshaller {
 
   /// The longest array D-Bus carries (64 MiB); a longer one is refused (libdbus would abort).
   static let maxArrayBytes = 67_108_864
-
-  /// The bytes of an array whose every element is a byte (`nil` when one is not).
-  private static func bytes(_ values: [DBusValue]) -> [UInt8]? {
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(values.count)
-    for value in values {
-      guard case .byte(let byte) = value else { return nil }
-      bytes.append(byte)
-    }
-    return bytes
-  }
 
   private func basic<T: BitwiseCopyable>(_ iter: inout DBusMessageIter, _ type: Int32, _ value: T)
     -> Bool
