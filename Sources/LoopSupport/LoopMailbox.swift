@@ -147,7 +147,12 @@ public struct LoopError: Error, Sendable, CustomStringConvertible {
   /// What failed, with the system's reason.
   public var description: String
 
-  init(_ what: String, errno code: Int32) {
+  /// An error saying that `what` failed, and why (`strerror` of `code`).
+  ///
+  /// - Parameters:
+  ///   - what: The call that failed.
+  ///   - code: The `errno` it left.
+  public init(_ what: String, errno code: Int32) {
     description = "\(what): \(String(cString: strerror(code)))"
   }
 }

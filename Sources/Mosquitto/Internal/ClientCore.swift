@@ -192,7 +192,7 @@ final class ClientCore: @unchecked Sendable {
     windowTimer = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK) | Int32(TFD_CLOEXEC))
     if windowTimer < 0 {
       logger.warning(
-        "MQTT loop: no window timer (timerfd_create: \(String(cString: strerror(errno)))); the loop thread wakes once per batch instead"
+        "MQTT loop: no window timer (\(LoopError("timerfd_create", errno: errno))); the loop thread wakes once per batch instead"
       )
     }
     handle.setUserData(Unmanaged.passUnretained(self).toOpaque())
@@ -311,7 +311,7 @@ final class ClientCore: @unchecked Sendable {
       windowTimerAt = deadline
     } else {
       // The loop thread then ends the window by its timeout (`step`).
-      logger.debug("MQTT loop: timerfd_settime failed: \(String(cString: strerror(errno)))")
+      logger.debug("MQTT loop: \(LoopError("timerfd_settime", errno: errno))")
     }
   }
 
@@ -436,7 +436,7 @@ final class ClientCore: @unchecked Sendable {
       var expirations: UInt64 = 0
       // EAGAIN when a publisher armed it anew meanwhile: nothing to take then.
       if Glibc.read(windowTimer, &expirations, 8) < 0 && errno != EAGAIN {
-        logger.debug("MQTT loop: reading the window timer: \(String(cString: strerror(errno)))")
+        logger.debug("MQTT loop: \(LoopError("reading the window timer", errno: errno))")
       }
     }
     stats.withLock {
