@@ -72,7 +72,8 @@ struct MQTTClientTests {
     #expect(collector.messages.first?.properties.responseTopic == nil)
   }
 
-  @Test("1,000 QoS 1 messages across a broker restart: every one arrives, none twice")
+  @Test(
+    "1,000 QoS 1 messages across a broker restart: every one arrives, only those in flight twice")
   func brokerRestartLosesNothing() async throws {
     let broker = try Broker(persistence: true)
     try await broker.start()
@@ -83,7 +84,9 @@ struct MQTTClientTests {
     try await subscriber.subscribe("bulk/#", qos: .atLeastOnce)
     // The broker saves the persistent session to disk (autosave every second).
     try await Task.sleep(for: .seconds(1.5))
-    let publisher = try await connectedClient(configuration(broker, id: "restart-publisher"))
+    var publisherConfiguration = configuration(broker, id: "restart-publisher")
+    publisherConfiguration.maxInflight = 20
+    let publisher = try await connectedClient(publisherConfiguration)
     for i in 0..<1000 {
       publisher.enqueue(MQTTMessage(topic: "bulk/\(i)", text: "\(i)", qos: .atLeastOnce))
       if i == 300 {
@@ -96,14 +99,21 @@ struct MQTTClientTests {
     }
     // The broker itself may deliver a message twice to the subscriber after its restart (QoS 1
     // between broker and subscriber): such a re-delivery carries the same packet identifier.
-    // A duplicate made by the publisher would be a new message with a new identifier.
+    // A message published twice arrives with two identifiers. QoS 1 allows that only for a
+    // message in flight when the broker stopped: it may have stored the message and exited
+    // before its PUBACK left (a CI run saw three), so libmosquitto sends it again after the
+    // reconnect. At most the in-flight window, each at most twice, and no other: a publisher
+    // that sent its queue again after the reconnect would exceed that.
     var deliveries: [String: Set<Int>] = [:]
     for message in collector.messages {
       deliveries[message.topic, default: []].insert(message.packetIdentifier)
     }
     #expect(all, "received \(deliveries.count) distinct of 1000")
-    let twice = deliveries.filter { $0.value.count > 1 }.map(\.key)
-    #expect(twice.isEmpty, "published twice: \(twice.sorted().prefix(10))")
+    let twice = deliveries.filter { $0.value.count > 1 }
+    #expect(
+      twice.count <= publisherConfiguration.maxInflight,
+      "published twice: \(twice.count), \(twice.keys.sorted().prefix(10))")
+    #expect(twice.allSatisfy { $0.value.count == 2 }, "a message published three times or more")
     #expect(publisher.statistics.dropped == 0)
     #expect(publisher.statistics.reconnects >= 1)
     #expect(publisher.statistics.connected)
