@@ -236,26 +236,61 @@ public final class CentralRoleService: Sendable {
   }
 
   /// Tears every link down in order (notifications off, then disconnect) and waits until all
-  /// are down or `timeout` seconds passed; then disconnects what is left.
+  /// are down or `timeout` seconds passed; then disconnects what is left, all at once, and waits
+  /// for those answers at most `forcedLimit` seconds more.
   ///
-  /// - Parameter timeout: The most seconds to wait.
-  public func shutdown(timeout: Double = 5) async {
+  /// The forced disconnections run in tasks of their own: when the gateway's stop is cut short
+  /// (the service group's limit cancels the caller), bluetoothd still gets and carries out each
+  /// `Disconnect` — only the wait for its answer ends, and the log says so rather than calling
+  /// it a failure. A cancelled caller also stops waiting for the orderly teardown at once.
+  ///
+  /// - Parameters:
+  ///   - timeout: The most seconds the orderly teardown may take.
+  ///   - forcedLimit: The most seconds to wait for the answers of the forced disconnections.
+  public func shutdown(timeout: Double = 5, forcedLimit: Double = 0.5) async {
     guard let gattCentral else { return }
     driver.feed { bridge, now in bridge.connections(now: now) { $0.shutdown(now: now) } }
     let deadline = ContinuousClock.now + .seconds(timeout)
-    while ContinuousClock.now < deadline, driver.read({ $0.gatt?.isIdle == false }) {
+    while !Task.isCancelled, ContinuousClock.now < deadline,
+      driver.read({ $0.gatt?.isIdle == false })
+    {
       try? await Task.sleep(for: .milliseconds(50))
     }
     let left = driver.read { $0.gatt?.connectedAddresses ?? [] }
+    guard !left.isEmpty else { return }
+    let answers = ForcedDisconnections()
     for address in left {
       logger.warning(
         "still connected \(timeout) s into the shutdown: disconnecting at once",
         metadata: ["ble.address": "\(address)"])
-      do throws(CentralError) {
-        try await gattCentral.disconnect(address)
-      } catch {
+      // Not a child task: the caller's cancellation must not withdraw the call.
+      Task {
+        var failure: CentralError?
+        do throws(CentralError) {
+          try await gattCentral.disconnect(address)
+        } catch {
+          failure = error
+        }
+        answers.results.withLock { $0[address] = .some(failure) }
+      }
+    }
+    let forcedDeadline = ContinuousClock.now + .seconds(forcedLimit)
+    while !Task.isCancelled, ContinuousClock.now < forcedDeadline,
+      answers.results.withLock({ $0.count < left.count })
+    {
+      try? await Task.sleep(for: .milliseconds(10))
+    }
+    let answered = answers.results.withLock { $0 }
+    for address in left {
+      switch answered[address] {
+      case .some(nil): break
+      case .some(let error?):
         logger.warning(
           "disconnect at shutdown failed: \(error); bluetoothd may keep the link",
+          metadata: ["ble.address": "\(address)"])
+      case nil:
+        logger.notice(
+          "disconnect at shutdown asked for; the gateway stops before bluetoothd answered",
           metadata: ["ble.address": "\(address)"])
       }
     }
@@ -485,4 +520,12 @@ extension CentralBridge: DrivenBridge {
     self.wallClockOffset = wallClockOffset
     return tick(now: now)
   }
+}
+
+/// The answers of the disconnections forced at shutdown
+/// (``CentralRoleService/shutdown(timeout:forcedLimit:)``), filled by tasks that outlive a
+/// cancelled caller.
+private final class ForcedDisconnections: Sendable {
+  /// Each address's answer: `nil` inside when it succeeded.
+  let results = Mutex<[BluetoothAddress: CentralError?]>([:])
 }

@@ -83,4 +83,72 @@ struct CentralRoleServiceTests {
     await service.shutdown(timeout: 2)
     #expect(central.state.withLock { $0.disconnects } == [Self.address])
   }
+
+  /// A service connected to three devices, for the shutdown tests.
+  private func connectedToThree(
+    _ broker: Broker, _ central: FakeGATTCentral
+  ) async throws -> (CentralRoleService, Task<Void, Never>, [BluetoothAddress]) {
+    let topics = try Topics(gateway: GatewayID("test"))
+    let addresses = try ["A4:C1:38:00:00:01", "A4:C1:38:00:00:02", "A4:C1:38:00:00:03"].map(
+      BluetoothAddress.init)
+    let gatewayClient = try await connectedClient(configuration(broker))
+    let service = CentralRoleService(
+      central: central, discovery: DiscoveryBridge(topics: topics),
+      gatt: GATTBridge(
+        topics: topics,
+        configuration: .init(
+          policy: ConnectionPolicy(addresses: Set(addresses)),
+          notify: [try CharacteristicSelector(parsing: "*/180f/2a19")])),
+      client: gatewayClient, qos: .atLeastOnce, logger: quietLogger("connections"))
+    let running = Task { await service.run() }
+    let notifying = await eventually(timeout: 10) {
+      central.state.withLock { $0.notifyCalls.filter(\.1).count } == 3
+    }
+    try #require(notifying)
+    // The orderly teardown (notifications off first) never gets to its Disconnect: each one
+    // the fake sees is forced.
+    central.state.withLock { $0.notifyOffHangs = true }
+    return (service, running, addresses)
+  }
+
+  @Test("links left at shutdown are disconnected all at once, not one after the other")
+  func forcedDisconnectionsRunTogether() async throws {
+    let broker = try Broker()
+    try await broker.start()
+    defer { broker.stop() }
+    let central = FakeGATTCentral(tree: Self.tree)
+    let (service, running, addresses) = try await connectedToThree(broker, central)
+    defer { running.cancel() }
+    central.state.withLock { $0.disconnectDelay = .milliseconds(400) }
+    let started = ContinuousClock.now
+    // No time for the orderly teardown: all three are forced.
+    await service.shutdown(timeout: 0, forcedLimit: 3)
+    let took = ContinuousClock.now - started
+    #expect(Set(central.state.withLock { $0.disconnected }) == Set(addresses))
+    // One after the other they take 1.2 s.
+    #expect(took < .milliseconds(1000), "took \(took)")
+  }
+
+  @Test("a stop cut short still has bluetoothd disconnect the links left: only the wait ends")
+  func forcedDisconnectionsOutliveCancellation() async throws {
+    let broker = try Broker()
+    try await broker.start()
+    defer { broker.stop() }
+    let central = FakeGATTCentral(tree: Self.tree)
+    let (service, running, addresses) = try await connectedToThree(broker, central)
+    defer { running.cancel() }
+    central.state.withLock { $0.disconnectDelay = .milliseconds(400) }
+    let stopping = Task { await service.shutdown(timeout: 0, forcedLimit: 5) }
+    try await Task.sleep(for: .milliseconds(100))
+    let cancelledAt = ContinuousClock.now
+    stopping.cancel()
+    await stopping.value
+    // The cancelled caller returns at once…
+    #expect(ContinuousClock.now - cancelledAt < .milliseconds(300))
+    // …and every Disconnect it asked for still completes.
+    let all = await eventually(timeout: 5) {
+      Set(central.state.withLock { $0.disconnected }) == Set(addresses)
+    }
+    #expect(all)
+  }
 }

@@ -13,6 +13,13 @@ final class FakeGATTCentral: GATTCentral {
     var notifyCalls: [(GATTCharacteristicID, Bool, NotifyMethod)] = []
     var connects: [BluetoothAddress] = []
     var disconnects: [BluetoothAddress] = []
+    /// How long a `disconnect` takes; a cancelled caller's call fails as a cancelled D-Bus
+    /// call does.
+    var disconnectDelay: Duration = .zero
+    /// The disconnections that completed.
+    var disconnected: [BluetoothAddress] = []
+    /// Switching notifications off never answers (until the caller is cancelled).
+    var notifyOffHangs = false
     var removals: [BluetoothAddress] = []
   }
 
@@ -44,7 +51,18 @@ final class FakeGATTCentral: GATTCentral {
   }
 
   func disconnect(_ address: BluetoothAddress) async throws(CentralError) {
-    state.withLock { $0.disconnects.append(address) }
+    let delay = state.withLock { state in
+      state.disconnects.append(address)
+      return state.disconnectDelay
+    }
+    if delay > .zero {
+      do {
+        try await Task.sleep(for: delay)
+      } catch {
+        throw CentralError(.bluezError, message: "Disconnect: the call was cancelled")
+      }
+    }
+    state.withLock { $0.disconnected.append(address) }
     emit(.connectionChanged(address, connected: false))
   }
 
@@ -66,6 +84,10 @@ final class FakeGATTCentral: GATTCentral {
   func setNotify(
     _ characteristic: GATTCharacteristicID, enabled: Bool, method: NotifyMethod, timeout: Double
   ) async throws(CentralError) {
+    if !enabled && state.withLock({ $0.notifyOffHangs }) {
+      try? await Task.sleep(for: .seconds(3600))
+      throw CentralError(.bluezError, message: "StopNotify: the call was cancelled")
+    }
     try await exclusive(characteristic) {
       $0.notifyCalls.append((characteristic, enabled, method))
     }
