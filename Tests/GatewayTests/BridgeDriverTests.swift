@@ -33,6 +33,8 @@ private final class StuckDiscoveryCentral: BLECentral {
 private struct EchoBridge: DrivenBridge {
   var ticks = 0
   var offsets: [Double] = []
+  /// The names of the threads the ticks ran on.
+  var tickThreads: [String] = []
   /// Events fed by ``BridgeDriver/follow(_:prime:_:)``, by step.
   var steps: [[String]] = []
 
@@ -44,8 +46,15 @@ private struct EchoBridge: DrivenBridge {
   mutating func tick(now: Double, wallClockOffset: Double) -> [String] {
     ticks += 1
     offsets.append(wallClockOffset)
+    tickThreads.append(currentThreadName())
     return []
   }
+}
+
+/// The calling thread's name (`/proc/thread-self/comm`).
+private func currentThreadName() -> String {
+  ((try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "")
+    .trimmingCharacters(in: .whitespacesAndNewlines)
 }
 
 /// Both clocks of a ``BridgeClock`` under the test's control.
@@ -206,6 +215,31 @@ struct BridgeDriverTests {
     time.jumpWall(3600)
     driver.tick()
     #expect(driver.read { $0.offsets } == [0, 3600])
+  }
+
+  @Test("ticks run on a thread of their own at the interval, and stop with the task")
+  func ticksOnTheirOwnThread() async throws {
+    let client = try MQTTClient(
+      configuration: MQTTClientConfiguration(host: "127.0.0.1", port: 1, clientID: "unused"),
+      logger: quietLogger("unused"))
+    let driver = BridgeDriver(
+      bridge: EchoBridge(), clock: .system, client: client, qos: .atMostOnce,
+      logger: quietLogger("driver"))
+    let extras = Atomic<Int>(0)
+    let ticking = Task {
+      await driver.runTicks(every: .milliseconds(50), thread: "test-tick") {
+        extras.add(1, ordering: .relaxed)
+      }
+    }
+    #expect(await eventually(timeout: 5) { driver.read { $0.ticks } >= 5 })
+    ticking.cancel()
+    await ticking.value
+    let ticks = driver.read { $0.ticks }
+    // A Task.sleep loop ticks on the pool's threads.
+    #expect(Set(driver.read { $0.tickThreads }) == ["test-tick"])
+    #expect(extras.load(ordering: .relaxed) == ticks)
+    try await Task.sleep(for: .milliseconds(200))
+    #expect(driver.read { $0.ticks } == ticks, "ticked after the task ended")
   }
 
   @Test(
