@@ -1,4 +1,4 @@
-public import BridgeCore
+import BridgeCore
 public import Mosquitto
 import Synchronization
 
