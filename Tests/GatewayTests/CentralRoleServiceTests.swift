@@ -143,8 +143,9 @@ struct CentralRoleServiceTests {
     let cancelledAt = ContinuousClock.now
     stopping.cancel()
     await stopping.value
-    // The cancelled caller returns at once…
-    #expect(ContinuousClock.now - cancelledAt < .milliseconds(300))
+    // The cancelled caller returns without waiting its 5 s out (at once; the bound leaves
+    // room for a loaded machine)…
+    #expect(ContinuousClock.now - cancelledAt < .seconds(2))
     // …and every Disconnect it asked for still completes.
     let all = await eventually(timeout: 5) {
       Set(central.state.withLock { $0.disconnected }) == Set(addresses)
