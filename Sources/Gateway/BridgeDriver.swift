@@ -158,11 +158,11 @@ final class BridgeDriver<Bridge: DrivenBridge>: Sendable {
   }
 
   /// Ticks every `interval` until the task is cancelled, on a thread of its own
-  /// (``DeadlineThread``, named `thread`): one wake-up of that thread per tick. A `Task.sleep`
-  /// loop cost about five context switches per tick (a timer on libdispatch's manager thread,
-  /// its wake-up, the hand-off to a pool thread; `Benchmarks/simulated idle`: 7.0 wake-ups a
-  /// second of an idle gateway, 5 of them the central role's tick). Without a thread (none to
-  /// be had) it ticks from the task as before.
+  /// (`LoopSupport.DeadlineThread`, named `thread`): one wake-up of that thread per tick. A
+  /// `Task.sleep` loop cost about five context switches per tick (a timer on libdispatch's
+  /// manager thread, its wake-up, the hand-off to a pool thread; `Benchmarks/simulated idle`:
+  /// 7.0 wake-ups a second of an idle gateway, 5 of them the central role's tick). Without a
+  /// thread (none to be had) it ticks from the task as before.
   ///
   /// - Parameters:
   ///   - interval: The time between two ticks.

@@ -240,9 +240,10 @@ public final class CentralRoleService: Sendable {
   /// for those answers at most `forcedLimit` seconds more.
   ///
   /// The forced disconnections run in tasks of their own: when the gateway's stop is cut short
-  /// (the service group's limit cancels the caller), bluetoothd still gets and carries out each
-  /// `Disconnect` — only the wait for its answer ends, and the log says so rather than calling
-  /// it a failure. A cancelled caller also stops waiting for the orderly teardown at once.
+  /// (the service group's limit cancels the caller) a `Disconnect` on its way is not withdrawn
+  /// — bluetoothd carries out one it received — and only the wait for its answer ends; the log
+  /// says so rather than calling it a failure. A cancelled caller also stops waiting for the
+  /// orderly teardown at once.
   ///
   /// - Parameters:
   ///   - timeout: The most seconds the orderly teardown may take.
@@ -250,7 +251,8 @@ public final class CentralRoleService: Sendable {
   public func shutdown(timeout: Double = 5, forcedLimit: Double = 0.5) async {
     guard let gattCentral else { return }
     driver.feed { bridge, now in bridge.connections(now: now) { $0.shutdown(now: now) } }
-    let deadline = ContinuousClock.now + .seconds(timeout)
+    let started = ContinuousClock.now
+    let deadline = started + .seconds(timeout)
     while !Task.isCancelled, ContinuousClock.now < deadline,
       driver.read({ $0.gatt?.isIdle == false })
     {
@@ -259,9 +261,10 @@ public final class CentralRoleService: Sendable {
     let left = driver.read { $0.gatt?.connectedAddresses ?? [] }
     guard !left.isEmpty else { return }
     let answers = ForcedDisconnections()
+    let elapsed = (ContinuousClock.now - started).seconds
     for address in left {
       logger.warning(
-        "still connected \(timeout) s into the shutdown: disconnecting at once",
+        "still connected \(String(format: "%.1f", elapsed)) s into the shutdown: disconnecting at once",
         metadata: ["ble.address": "\(address)"])
       // Not a child task: the caller's cancellation must not withdraw the call.
       Task {
@@ -290,7 +293,7 @@ public final class CentralRoleService: Sendable {
           metadata: ["ble.address": "\(address)"])
       case nil:
         logger.notice(
-          "disconnect at shutdown asked for; the gateway stops before bluetoothd answered",
+          "disconnect at shutdown asked for, not withdrawn; the gateway stops before bluetoothd answered",
           metadata: ["ble.address": "\(address)"])
       }
     }
@@ -435,8 +438,8 @@ public final class CentralRoleService: Sendable {
       do {
         try await gattCentral.disconnect(address)
       } catch  where Task.isCancelled {
-        // The gateway is stopping and cancelled the call: ``shutdown(timeout:)`` disconnects
-        // a link that is still up.
+        // The gateway is stopping and cancelled the call:
+        // ``shutdown(timeout:forcedLimit:)`` disconnects a link that is still up.
         logger.debug(
           "disconnect abandoned at shutdown: \(error)", metadata: ["ble.address": "\(address)"])
       } catch {

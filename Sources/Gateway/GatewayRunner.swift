@@ -40,7 +40,8 @@ public enum GatewayRunner {
     services.append(.init(service: service))
     var group = ServiceGroupConfiguration(
       services: services, gracefulShutdownSignals: shutdownSignals, logger: logger)
-    // Every part bounds its own teardown (Bluetooth 1 s, MQTT 0.6 s); past this the group
+    // Every part bounds its own teardown (Bluetooth 1.2 s: 1 s orderly, then 0.2 s for forced
+    // disconnections; MQTT 0.6 s); past this the group
     // cancels whatever is left, so a stop never waits for a broker or a radio that is gone.
     group.maximumGracefulShutdownDuration = gracefulShutdownLimit
     try await ServiceGroup(configuration: group).run()

@@ -247,7 +247,9 @@ public final class GatewayService: Service, Sendable {
       if stop == .shutdown { centralRole?.announceStop() }
       if let centralRole = self.centralRole, centralRole.servesConnections {
         logger.info("closing Bluetooth connections")
-        await centralRole.shutdown(timeout: 1)
+        // 1 s for the orderly teardown and 0.2 s for forced disconnections leave the MQTT
+        // client its 0.6 s within the group's limit (GatewayRunner.gracefulShutdownLimit).
+        await centralRole.shutdown(timeout: 1, forcedLimit: 0.2)
       }
       if let peripheralRole = self.peripheralRole {
         logger.info("withdrawing the peripheral service")

@@ -152,4 +152,27 @@ struct CentralRoleServiceTests {
     }
     #expect(all)
   }
+
+  @Test("a stop cancelled during the orderly teardown stops waiting for it at once")
+  func cancelledTeardownWaitEnds() async throws {
+    let broker = try Broker()
+    try await broker.start()
+    defer { broker.stop() }
+    let central = FakeGATTCentral(tree: Self.tree)
+    let (service, running, addresses) = try await connectedToThree(broker, central)
+    defer { running.cancel() }
+    // The orderly teardown never ends (notifications off hangs): up to 5 s of waiting.
+    let stopping = Task { await service.shutdown(timeout: 5, forcedLimit: 5) }
+    try await Task.sleep(for: .milliseconds(100))
+    let cancelledAt = ContinuousClock.now
+    stopping.cancel()
+    await stopping.value
+    // A cancelled `Task.sleep` returns at once: a loop on it spins out the 5 s.
+    #expect(ContinuousClock.now - cancelledAt < .seconds(2))
+    // What is left is still disconnected.
+    let all = await eventually(timeout: 5) {
+      Set(central.state.withLock { $0.disconnected }) == Set(addresses)
+    }
+    #expect(all)
+  }
 }

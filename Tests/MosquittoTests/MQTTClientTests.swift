@@ -114,6 +114,12 @@ struct MQTTClientTests {
       twice.count <= publisherConfiguration.maxInflight,
       "published twice: \(twice.count), \(twice.keys.sorted().prefix(10))")
     #expect(twice.allSatisfy { $0.value.count == 2 }, "a message published three times or more")
+    // Those in flight at one moment are consecutive: one window of them.
+    let indices = twice.keys.compactMap { Int($0.dropFirst("bulk/".count)) }
+    if let first = indices.min(), let last = indices.max() {
+      #expect(
+        last - first < publisherConfiguration.maxInflight, "duplicates from \(first) to \(last)")
+    }
     #expect(publisher.statistics.dropped == 0)
     #expect(publisher.statistics.reconnects >= 1)
     #expect(publisher.statistics.connected)
