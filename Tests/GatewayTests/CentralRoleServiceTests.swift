@@ -131,45 +131,35 @@ struct CentralRoleServiceTests {
 
   @Test("a stop cut short still has bluetoothd disconnect the links left: only the wait ends")
   func forcedDisconnectionsOutliveCancellation() async throws {
-    let broker = try Broker()
-    try await broker.start()
-    defer { broker.stop() }
-    let central = FakeGATTCentral(tree: Self.tree)
-    let (service, running, addresses) = try await connectedToThree(broker, central)
-    defer { running.cancel() }
-    central.state.withLock { $0.disconnectDelay = .milliseconds(400) }
-    let stopping = Task { await service.shutdown(timeout: 0, forcedLimit: 5) }
-    try await Task.sleep(for: .milliseconds(100))
-    let cancelledAt = ContinuousClock.now
-    stopping.cancel()
-    await stopping.value
-    // The cancelled caller returns without waiting its 5 s out (at once; the bound leaves
-    // room for a loaded machine)…
-    #expect(ContinuousClock.now - cancelledAt < .seconds(2))
-    // …and every Disconnect it asked for still completes.
-    let all = await eventually(timeout: 5) {
-      Set(central.state.withLock { $0.disconnected }) == Set(addresses)
-    }
-    #expect(all)
+    // Cancelled while it waits 5 s for the forced disconnections' answers.
+    try await cancelledShutdown(timeout: 0, disconnectDelay: .milliseconds(400))
   }
 
   @Test("a stop cancelled during the orderly teardown stops waiting for it at once")
   func cancelledTeardownWaitEnds() async throws {
+    // Cancelled while it waits up to 5 s for the orderly teardown, which never ends
+    // (notifications off hangs). A cancelled `Task.sleep` returns at once: a loop on it spins
+    // out the 5 s.
+    try await cancelledShutdown(timeout: 5, disconnectDelay: .zero)
+  }
+
+  /// Cancels a shutdown of three links 100 ms in, and checks that the caller returns without
+  /// waiting its 5 s out (at once; the bound leaves room for a loaded machine) and that every
+  /// link is still disconnected.
+  private func cancelledShutdown(timeout: Double, disconnectDelay: Duration) async throws {
     let broker = try Broker()
     try await broker.start()
     defer { broker.stop() }
     let central = FakeGATTCentral(tree: Self.tree)
     let (service, running, addresses) = try await connectedToThree(broker, central)
     defer { running.cancel() }
-    // The orderly teardown never ends (notifications off hangs): up to 5 s of waiting.
-    let stopping = Task { await service.shutdown(timeout: 5, forcedLimit: 5) }
+    central.state.withLock { $0.disconnectDelay = disconnectDelay }
+    let stopping = Task { await service.shutdown(timeout: timeout, forcedLimit: 5) }
     try await Task.sleep(for: .milliseconds(100))
     let cancelledAt = ContinuousClock.now
     stopping.cancel()
     await stopping.value
-    // A cancelled `Task.sleep` returns at once: a loop on it spins out the 5 s.
     #expect(ContinuousClock.now - cancelledAt < .seconds(2))
-    // What is left is still disconnected.
     let all = await eventually(timeout: 5) {
       Set(central.state.withLock { $0.disconnected }) == Set(addresses)
     }
