@@ -26,6 +26,7 @@
 import asyncio
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -130,21 +131,38 @@ class Profile:
 
 
 class Syscalls:
-    """`strace -f -c` of one bridge over one measurement window (only with LAB_STRACE=1): how
-    many system calls of each kind it made, kept in <scenario dir>/syscalls-<phase>-<bridge>.txt
-    and, per event, in the results. Under emulation every system call (and every clock read: the
-    VM's HPET clock source has no vDSO path) costs a trap into the guest kernel."""
+    """`strace -f` of one bridge over one measurement window (only with LAB_STRACE=1): how many
+    system calls of each kind it made, in all and by thread, kept in <scenario
+    dir>/syscalls-<phase>-<bridge>.txt (the trace itself in syscalls-<phase>-<bridge>.trace) and,
+    per event, in the results. Under emulation every system call (and every clock read: the VM's
+    HPET clock source has no vDSO path) costs a trap into the guest kernel."""
+
+    CALL = re.compile(r"^(\d+)\s+(?:\d+:\d+:\d+\.\d+\s+)?([a-z_0-9]+)\(")
+    FAILED = re.compile(r"\) = -1 ")
 
     def __init__(self, lab, kind: str, phase: str, pid: int):
         self.lab, self.pid, self.proc = lab, pid, None
         self.report = lab.dir / f"syscalls-{phase}-{kind}.txt"
+        self.trace = lab.dir / f"syscalls-{phase}-{kind}.trace"
+        self.names: dict[str, str] = {}
+
+    def thread_names(self) -> None:
+        try:
+            for task in Path(f"/proc/{self.pid}/task").iterdir():
+                try:
+                    self.names[task.name] = (task / "comm").read_text().strip()
+                except OSError:
+                    pass
+        except OSError:
+            pass
 
     async def start(self) -> None:
         if not STRACE:
             return
         if not shutil.which("strace"):
             raise LabError("--syscalls needs strace in the lab's root file system (apt-get install strace)")
-        self.proc = subprocess.Popen(["strace", "-f", "-c", "-p", str(self.pid), "-o", str(self.report)],
+        self.thread_names()
+        self.proc = subprocess.Popen(["strace", "-f", "-tt", "-p", str(self.pid), "-o", str(self.trace)],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         await asyncio.sleep(2)  # attaching to every thread takes a moment under emulation
 
@@ -152,14 +170,31 @@ class Syscalls:
         """The calls of each kind over the window (empty without LAB_STRACE)."""
         if self.proc is None:
             return {}
+        self.thread_names()
         self.proc.send_signal(signal.SIGINT)
         await asyncio.to_thread(self.proc.communicate, None, 120)
         calls: dict[str, int] = {}
-        for line in self.report.read_text().splitlines():
-            f = line.split()
-            # "% time  seconds  usecs/call  calls  [errors]  syscall"
-            if len(f) >= 5 and f[0][0].isdigit() and f[3].isdigit() and f[-1] != "total":
-                calls[f[-1]] = int(f[3])
+        failed: dict[str, int] = {}
+        by_thread: dict[str, dict[str, int]] = {}
+        for line in self.trace.read_text(errors="replace").splitlines():
+            m = self.CALL.match(line)
+            if not m:
+                continue  # "<... resumed>", signals, exits
+            tid, name = m.group(1), m.group(2)
+            calls[name] = calls.get(name, 0) + 1
+            if self.FAILED.search(line):
+                failed[name] = failed.get(name, 0) + 1
+            thread = by_thread.setdefault(self.names.get(tid, "?") + f" ({tid})", {})
+            thread[name] = thread.get(name, 0) + 1
+        lines = [f"{'calls':>8} {'failed':>7}  system call"]
+        lines += [f"{n:8d} {failed.get(k, 0):7d}  {k}" for k, n in sorted(calls.items(), key=lambda kv: -kv[1])]
+        lines.append(f"{sum(calls.values()):8d} {sum(failed.values()):7d}  total")
+        lines.append("")
+        lines.append("by thread:")
+        for thread, counts in sorted(by_thread.items(), key=lambda kv: -sum(kv[1].values())):
+            top = ", ".join(f"{k} {n}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+            lines.append(f"  {thread}: {sum(counts.values())}: {top}")
+        self.report.write_text("\n".join(lines) + "\n")
         self.lab.log(f"system calls: {self.report.name}")
         return calls
 
