@@ -10,9 +10,10 @@ extension GatewayService {
   /// not a service manager supervises the gateway: a stalled loop makes health unhealthy and is
   /// logged. Under systemd (``SystemdNotifier``) it also sends `READY=1` once the broker answered
   /// or the first attempts failed, a `STATUS=` line whenever it changes, and `WATCHDOG=1` after
-  /// each round in which every loop answered: the MQTT loop thread, the radio's threads (the
-  /// D-Bus bus thread) and the bridges' locks. A loop that hangs stops the `WATCHDOG=1`s, and
-  /// systemd restarts the gateway.
+  /// each round in which every loop had answered the question of the round before (asked a
+  /// period earlier): the MQTT loop thread, the radio's threads (the D-Bus bus thread) and the
+  /// bridges' locks. A loop that hangs stops the `WATCHDOG=1`s from the round after it was
+  /// asked, and systemd restarts the gateway.
   func superviseLoops() async {
     var shown = ""
     if notifier.isEnabled {
@@ -25,10 +26,13 @@ extension GatewayService {
       notifier.send("READY=1\n" + SystemdNotifier.status(shown))
     }
     var stalledBefore: [String] = []
+    loops.ask()
     while !Task.isCancelled {
       try? await Task.sleep(for: loopPeriod)
       guard !Task.isCancelled else { return }
-      let stalled = await loops.probe(within: loopPeriod)
+      // The last round's questions have had a period to be answered: judge them, ask again.
+      let stalled = loops.stalled(limit: loopPeriod)
+      loops.ask()
       if stalled != stalledBefore {
         if stalled.isEmpty {
           logger.notice("every loop answers again")

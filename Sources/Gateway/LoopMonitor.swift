@@ -19,10 +19,13 @@ public struct LivenessCheck: Sendable {
 
 /// The one notion of a *stalled* loop that the systemd watchdog and health's `healthy` share.
 ///
-/// Each ``probe(within:)`` asks every loop that is not still busy with an earlier question, each
-/// in its own task (a hung loop never holds up the others or the monitor), and waits up to the
-/// limit. A loop is stalled while a question to it has been waiting longer than the limit, or
-/// when its last answer was no (a D-Bus connection that is gone).
+/// Each ``ask()`` asks every loop that is not still busy with an earlier question, each in its
+/// own task (a hung loop never holds up the others or the monitor), and returns at once. A loop
+/// is stalled while a question to it has been waiting longer than the limit, or when its last
+/// answer was no (a D-Bus connection that is gone). The supervisor judges one round's questions
+/// at the next round (``stalled(limit:)``, a period later), then asks again: nothing waits for
+/// the answers, so a round costs the questions' own tasks and no timer — a round that waited for
+/// them polled every 10 ms, two or more timer wake-ups of an idle gateway every round.
 final class LoopMonitor: Sendable {
   private struct Probe {
     /// When the question now waiting was asked; `nil` when none waits.
@@ -40,10 +43,9 @@ final class LoopMonitor: Sendable {
     probes = Mutex(Array(repeating: Probe(), count: checks.count))
   }
 
-  /// Asks every loop that is not busy, and waits until each answered or `limit` passed.
-  /// - Parameter limit: How long a loop may take to answer.
-  /// - Returns: The loops stalled after the wait (``stalled(limit:)``).
-  func probe(within limit: Duration) async -> [String] {
+  /// Asks every loop that is not busy with an earlier question, each in a task of its own, and
+  /// returns without waiting for the answers.
+  func ask() {
     let now = ContinuousClock.now
     for index in checks.indices {
       let ask = probes.withLock { probes in
@@ -61,15 +63,6 @@ final class LoopMonitor: Sendable {
         }
       }
     }
-    let deadline = now + limit
-    while ContinuousClock.now < deadline, probes.withLock({ $0.contains { $0.asked != nil } }) {
-      do {
-        try await Task.sleep(for: .milliseconds(10))
-      } catch {
-        break  // shutting down: no busy wait on a loop that hangs
-      }
-    }
-    return stalled(limit: limit)
   }
 
   /// The names of the loops stalled now: asked more than `limit` ago and not answered, or whose
