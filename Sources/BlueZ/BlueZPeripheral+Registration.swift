@@ -2,6 +2,7 @@ import Backoff
 import BridgeCore
 import DBus
 import Logging
+import LoopSupport
 
 extension BlueZPeripheral {
   /// Why a registration attempt stopped.
@@ -118,8 +119,7 @@ extension BlueZPeripheral {
 
   /// `2 s`, `500 ms`.
   static func describe(_ delay: Duration) -> String {
-    let (seconds, attoseconds) = delay.components
-    let milliseconds = seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    let milliseconds = delay.milliseconds
     return milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(milliseconds) ms"
   }
 

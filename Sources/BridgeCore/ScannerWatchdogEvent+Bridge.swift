@@ -4,10 +4,7 @@ extension ScannerWatchdogEvent {
   /// `scanner_watchdog_failed`, with the adapter and the silence that triggered it.
   public var bridgeEvent: (type: String, data: JSONObject) {
     func seconds(_ duration: Duration) -> JSONValue {
-      let value =
-        Double(duration.components.seconds)
-        + Double(duration.components.attoseconds) / 1e18
-      return .number((value * 10).rounded() / 10)
+      .number((duration / .seconds(1) * 10).rounded() / 10)
     }
     switch self {
     case .discoveryRestarted(let adapter, let silence):

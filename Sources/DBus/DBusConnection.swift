@@ -134,9 +134,7 @@ public final class DBusConnection: Sendable {
     let request = OutgoingCall(
       destination: destination, path: path, interface: interface, member: member,
       arguments: arguments)
-    let (seconds, attoseconds) = timeout.components
-    let milliseconds = Int32(
-      clamping: max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000))
+    let milliseconds = Int32(clamping: max(1, timeout.milliseconds))
     let token = core.nextToken()
     let core = self.core
     let started = ContinuousClock.now
@@ -152,12 +150,12 @@ public final class DBusConnection: Sendable {
       core.send(.cancelCall(token: token))
     }
     if let observer = callObserver.withLock({ $0 }) {
-      let elapsed = (ContinuousClock.now - started).components
+      let elapsed = (ContinuousClock.now - started).seconds
       let succeeded: Bool = if case .success = result { true } else { false }
       observer(
         DBusCallRecord(
           interface: interface, member: member,
-          seconds: Double(elapsed.seconds) + Double(elapsed.attoseconds) * 1e-18,
+          seconds: elapsed,
           succeeded: succeeded))
     }
     return try result.get()

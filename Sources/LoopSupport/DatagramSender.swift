@@ -101,8 +101,7 @@ public final class DatagramSender: Sendable {
   /// - Parameter timeout: The longest wait.
   /// - Returns: Whether a datagram fits now (`false` after the timeout or once closed).
   public func waitWritable(timeout: Duration) async -> Bool {
-    let (seconds, attoseconds) = timeout.components
-    let millis = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+    let millis = Int32(clamping: timeout.milliseconds)
     return await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
       DispatchQueue.global().async {
         // The lock is not held while polling: `close()` may run meanwhile, and then the poll

@@ -133,8 +133,7 @@ public final class SimulatedRadio: GATTCentral, BLEPeripheral, Sendable {
 
   /// Seconds since the radio was created.
   private func elapsed() -> Double {
-    let duration = ContinuousClock.now - start
-    return Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
+    (ContinuousClock.now - start).seconds
   }
 
   /// Hands effects to the ports' subscribers (called under the state lock, so events keep

@@ -295,8 +295,7 @@ final class ManagementScanner: Sendable {
         continuation.resume(returning: nil)
         return
       }
-      let wait = Self.answerWait.components
-      DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Int(wait.seconds))) {
+      DispatchQueue.global().asyncAfter(deadline: .now() + Self.answerWait.seconds) {
         [weak self] in
         self?.giveUp(id)
       }
