@@ -70,7 +70,8 @@ public struct Advertisement: Sendable, Hashable {
   public func hasSameContent(as other: Advertisement) -> Bool {
     address == other.address && addressType == other.addressType && name == other.name
       && txPower == other.txPower && manufacturerData == other.manufacturerData
-      && serviceData == other.serviceData && Set(serviceUUIDs) == Set(other.serviceUUIDs)
+      && serviceData == other.serviceData
+      && (serviceUUIDs == other.serviceUUIDs || Set(serviceUUIDs) == Set(other.serviceUUIDs))
   }
 
   /// The payload of `<base>/<dev>/advertisement` (TOPICS.md, C2).

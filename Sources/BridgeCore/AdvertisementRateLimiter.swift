@@ -46,22 +46,33 @@ public struct AdvertisementRateLimiter: Sendable {
   /// - Returns: `true` when it should be published now.
   public mutating func shouldPublish(_ advertisement: Advertisement, now: Double) -> Bool {
     let address = advertisement.address
-    guard let last = lastPublished[address] else {
+    // One look-up; the last one is compared and replaced where it lies (read through the
+    // dictionary's subscript, it would be copied and released for every advertisement).
+    guard let index = lastPublished.index(forKey: address) else {
       lastPublished[address] = (advertisement, now)
       return true
     }
+    let rules = (interval, minimumInterval, rssiChange)
+    return Self.decide(advertisement, now, rules, last: &lastPublished.values[index])
+  }
+
+  private static func decide(
+    _ advertisement: Advertisement, _ now: Double,
+    _ rules: (interval: Double, minimumInterval: Double, rssiChange: Int),
+    last: inout (advertisement: Advertisement, time: Double)
+  ) -> Bool {
     let elapsed = max(0, now - last.time)
     let publish: Bool
-    if elapsed >= interval {
+    if elapsed >= rules.interval {
       publish = true
-    } else if elapsed >= minimumInterval {
+    } else if elapsed >= rules.minimumInterval {
       publish =
         !advertisement.hasSameContent(as: last.advertisement)
-        || rssiMoved(from: last.advertisement.rssi, to: advertisement.rssi)
+        || rssiMoved(from: last.advertisement.rssi, to: advertisement.rssi, rules.rssiChange)
     } else {
       publish = false
     }
-    if publish { lastPublished[address] = (advertisement, now) }
+    if publish { last = (advertisement, now) }
     return publish
   }
 
@@ -75,7 +86,7 @@ public struct AdvertisementRateLimiter: Sendable {
   /// The number of devices remembered.
   public var count: Int { lastPublished.count }
 
-  private func rssiMoved(from old: Int?, to new: Int?) -> Bool {
+  private static func rssiMoved(from old: Int?, to new: Int?, _ rssiChange: Int) -> Bool {
     switch (old, new) {
     case (nil, nil): false
     case (let old?, let new?): abs(new - old) >= rssiChange

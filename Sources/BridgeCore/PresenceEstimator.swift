@@ -272,17 +272,24 @@ public struct PresenceEstimator: Sendable {
   ///   - now: The time, in seconds since the Unix epoch.
   /// - Returns: A reading to publish, or `nil`.
   public mutating func record(_ address: BluetoothAddress, rssi: Int, now: Double) -> Reading? {
-    // Taken out of the dictionary so that its samples are changed in place, not copied.
-    var track = tracks.removeValue(forKey: address) ?? Track(lastSeen: now)
+    let rules = self.rules
+    // In place: one look-up, the samples changed where they are (not copied, not moved out and
+    // back in).
+    return Self.record(rssi, now: now, rules, in: &tracks[address, default: Track(lastSeen: now)])
+  }
+
+  private static func record(_ rssi: Int, now: Double, _ rules: Rules, in track: inout Track)
+    -> Reading?
+  {
     if Advertisement.measurableRSSI.contains(rssi) {
-      track.append(Sample(time: now, rssi: rssi), halfLife: halfLife)
-      track.removeFirst(track.samples.count - maximumSamples, halfLife: halfLife)
+      track.append(Sample(time: now, rssi: rssi), halfLife: rules.halfLife)
+      track.removeFirst(track.samples.count - rules.maximumSamples, halfLife: rules.halfLife)
     } else {
       // Heard, at a strength nobody measured (HCI's 127): no sample for the mean.
       track.heardUnmeasured = now
     }
     track.lastSeen = max(track.lastSeen, now)
-    return evaluate(address, &track, now: now)
+    return evaluate(&track, now: now, rules)
   }
 
   /// Notes whether a device is connected; a connected device is present.
@@ -295,10 +302,17 @@ public struct PresenceEstimator: Sendable {
   public mutating func setConnected(
     _ address: BluetoothAddress, _ connected: Bool, now: Double
   ) -> Reading? {
-    var track = tracks.removeValue(forKey: address) ?? Track(lastSeen: now)
+    let rules = self.rules
+    return Self.connect(
+      connected, now: now, rules, in: &tracks[address, default: Track(lastSeen: now)])
+  }
+
+  private static func connect(_ connected: Bool, now: Double, _ rules: Rules, in track: inout Track)
+    -> Reading?
+  {
     track.connected = connected
     track.lastSeen = max(track.lastSeen, now)
-    return evaluate(address, &track, now: now)
+    return evaluate(&track, now: now, rules)
   }
 
   /// Re-judges every device as time passes: devices unseen for ``awayAfter`` seconds become
@@ -307,12 +321,13 @@ public struct PresenceEstimator: Sendable {
   /// - Parameter now: The time, in seconds since the Unix epoch.
   /// - Returns: The readings to publish, sorted by address.
   public mutating func expire(now: Double) -> [Report] {
+    let rules = self.rules
     var reports: [Report] = []
     for address in tracks.keys.sorted() {
-      guard var track = tracks.removeValue(forKey: address) else { continue }
-      if let reading = evaluate(address, &track, now: now) {
-        reports.append(Report(address: address, reading: reading))
-      }
+      guard tracks[address] != nil,
+        let reading = Self.evaluate(&tracks[address]!, now: now, rules)
+      else { continue }
+      reports.append(Report(address: address, reading: reading))
     }
     return reports
   }
@@ -324,9 +339,23 @@ public struct PresenceEstimator: Sendable {
     tracks[address] = nil
   }
 
-  private mutating func evaluate(
-    _ address: BluetoothAddress, _ track: inout Track, now: Double
-  ) -> Reading? {
+  /// The settings a judgement needs, taken out of the estimator so that a track can be judged
+  /// where it lies in ``tracks`` (a method of the estimator could not read them meanwhile).
+  private struct Rules {
+    var enterRSSI, leaveRSSI, halfLife, window, awayAfter, rssiChange, reportInterval: Double
+    var maximumSamples: Int
+  }
+
+  private var rules: Rules {
+    Rules(
+      enterRSSI: enterRSSI, leaveRSSI: leaveRSSI, halfLife: halfLife, window: window,
+      awayAfter: awayAfter, rssiChange: rssiChange, reportInterval: reportInterval,
+      maximumSamples: maximumSamples)
+  }
+
+  private static func evaluate(_ track: inout Track, now: Double, _ rules: Rules) -> Reading? {
+    let (window, awayAfter, halfLife) = (rules.window, rules.awayAfter, rules.halfLife)
+    let (enterRSSI, leaveRSSI) = (rules.enterRSSI, rules.leaveRSSI)
     let horizon = now - window
     track.removeFirst(
       track.samples.firstIndex { $0.time >= horizon } ?? track.samples.count, halfLife: halfLife)
@@ -353,14 +382,13 @@ public struct PresenceEstimator: Sendable {
     if let last = track.reported, last.reading.state == state {
       let moved: Bool
       switch (last.reading.rssi, mean) {
-      case (let old?, let new?): moved = abs(new - old) >= rssiChange
+      case (let old?, let new?): moved = abs(new - old) >= rules.rssiChange
       case (nil, nil): moved = false
       default: moved = true
       }
-      report = moved && now - last.time >= reportInterval
+      report = moved && now - last.time >= rules.reportInterval
     }
     if report { track.reported = (reading, now) }
-    tracks[address] = track
     return report ? reading : nil
   }
 }

@@ -477,8 +477,8 @@ def table(results: dict) -> str:
 
 def syscall_lines(results: dict) -> list[str]:
     """System calls per event of each bridge (--syscalls): the total and the most frequent."""
-    lines = ["", "System calls per event (strace -f -c over the window; strace slows the bridge: "
-             "its CPU figures above are not results)"]
+    lines = ["", "System calls per event (strace -f over the window, by thread in syscalls-<phase>-<bridge>.txt;"
+             " strace slows the bridge: its CPU figures above are not results)"]
     for phase in ("notifications", "notifications_fast", "notifications_common", "advertisements"):
         for k in BRIDGES:
             r = results.get(phase, {}).get(k, {})

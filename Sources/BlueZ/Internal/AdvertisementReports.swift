@@ -50,13 +50,24 @@ struct AdvertisementReports: Sendable {
     guard let type = report.addressType else { return nil }
     reports += 1
     let fields = AdvertisingFields(report.data)
-    let known = devices[report.address]
-    var device =
-      known
-      ?? Device(
-        advertisement: Advertisement(address: report.address, addressType: type),
-        nameComplete: false, heard: 0)
-    device.heard = reports
+    // A known device is changed where it lies (one look-up, nothing copied).
+    if let index = devices.index(forKey: report.address) {
+      return Self.update(&devices.values[index], type, report, fields, reports, filter)
+    }
+    var device = Device(
+      advertisement: Advertisement(address: report.address, addressType: type),
+      nameComplete: false, heard: 0)
+    let event = Self.update(&device, type, report, fields, reports, filter)
+    devices[report.address] = device
+    evictIfNeeded()
+    return event
+  }
+
+  private static func update(
+    _ device: inout Device, _ type: Advertisement.AddressType, _ report: ManagementPacket.Report,
+    _ fields: AdvertisingFields, _ heard: UInt64, _ filter: DiscoveryFilter
+  ) -> CentralEvent? {
+    device.heard = heard
     device.advertisement.addressType = type
     device.advertisement.rssi = report.rssi
     if let name = fields.name, fields.nameComplete || !device.nameComplete {
@@ -71,11 +82,9 @@ struct AdvertisementReports: Sendable {
     for uuid in fields.serviceUUIDs where !device.advertisement.serviceUUIDs.contains(uuid) {
       device.advertisement.serviceUUIDs.append(uuid)
     }
-    let passes = Self.passes(device.advertisement, filter)
+    let passes = passes(device.advertisement, filter)
     let first = passes && !device.announced
     if passes { device.announced = true }
-    devices[report.address] = device
-    if known == nil { evictIfNeeded() }
     guard passes else { return nil }
     return first ? .deviceAppeared(device.advertisement) : .deviceUpdated(device.advertisement)
   }
