@@ -324,8 +324,8 @@ public struct PresenceEstimator: Sendable {
     let rules = self.rules
     var reports: [Report] = []
     for address in tracks.keys.sorted() {
-      guard tracks[address] != nil,
-        let reading = Self.evaluate(&tracks[address]!, now: now, rules)
+      guard let index = tracks.index(forKey: address),
+        let reading = Self.evaluate(&tracks.values[index], now: now, rules)
       else { continue }
       reports.append(Report(address: address, reading: reading))
     }

@@ -30,7 +30,8 @@ extension GatewayService {
     while !Task.isCancelled {
       try? await Task.sleep(for: loopPeriod)
       guard !Task.isCancelled else { return }
-      // The last round's questions have had a period to be answered: judge them, ask again.
+      // The last round's questions have had a period to be answered (a sleep never ends
+      // early): judge them, then ask again.
       let stalled = loops.stalled(limit: loopPeriod)
       loops.ask()
       if stalled != stalledBefore {

@@ -3,9 +3,11 @@ extension Duration {
   public var seconds: Double { self / .seconds(1) }
 
   /// The whole milliseconds of the duration (rounded toward zero), as `poll` and D-Bus
-  /// timeouts count time.
+  /// timeouts count time; beyond `Int64`'s range, its bound.
   public var milliseconds: Int64 {
     let parts = components
-    return parts.seconds * 1000 + parts.attoseconds / 1_000_000_000_000_000
+    let (whole, overflow) = parts.seconds.multipliedReportingOverflow(by: 1000)
+    guard !overflow else { return parts.seconds < 0 ? .min : .max }
+    return whole + parts.attoseconds / 1_000_000_000_000_000
   }
 }

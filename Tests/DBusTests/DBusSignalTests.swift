@@ -84,8 +84,7 @@ struct DBusSignalTests {
         }
         try await Task.sleep(for: .milliseconds(5))
       }
-      let took = (ContinuousClock.now - emitting).components
-      let emitted = Double(took.seconds) + Double(took.attoseconds) * 1e-18
+      let emitted = (ContinuousClock.now - emitting) / .seconds(1)
       func texts(_ stream: AsyncStream<DBusSignal>) async -> [String] {
         var iterator = stream.makeAsyncIterator()
         var out: [String] = []

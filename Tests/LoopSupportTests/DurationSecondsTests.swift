@@ -10,6 +10,9 @@ struct DurationSecondsTests {
     #expect(Duration.milliseconds(1500).milliseconds == 1500)
     #expect(Duration.microseconds(2999).milliseconds == 2)
     #expect(Duration.seconds(-1.5).milliseconds == -1500)
+    #expect(Duration.microseconds(-2999).milliseconds == -2)
+    #expect(Duration.seconds(Int64.max).milliseconds == .max)
+    #expect(Duration.seconds(Int64.min).milliseconds == .min)
     #expect(Duration.seconds(86_400).milliseconds == 86_400_000)
   }
 }

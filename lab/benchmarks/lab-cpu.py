@@ -138,7 +138,9 @@ class Syscalls:
     HPET clock source has no vDSO path) costs a trap into the guest kernel."""
 
     CALL = re.compile(r"^(\d+)\s+(?:\d+:\d+:\d+\.\d+\s+)?([a-z_0-9]+)\(")
-    FAILED = re.compile(r"\) = -1 ")
+    # A call split by another thread's: its result is on the "<... name resumed>" line.
+    RESUMED = re.compile(r"^(\d+)\s+(?:\d+:\d+:\d+\.\d+\s+)?<\.\.\. ([a-z_0-9]+) resumed>")
+    FAILED = re.compile(r"\)\s+= -1 ")
 
     def __init__(self, lab, kind: str, phase: str, pid: int):
         self.lab, self.pid, self.proc = lab, pid, None
@@ -176,16 +178,22 @@ class Syscalls:
         calls: dict[str, int] = {}
         failed: dict[str, int] = {}
         by_thread: dict[str, dict[str, int]] = {}
-        for line in self.trace.read_text(errors="replace").splitlines():
-            m = self.CALL.match(line)
-            if not m:
-                continue  # "<... resumed>", signals, exits
-            tid, name = m.group(1), m.group(2)
-            calls[name] = calls.get(name, 0) + 1
-            if self.FAILED.search(line):
-                failed[name] = failed.get(name, 0) + 1
-            thread = by_thread.setdefault(self.names.get(tid, "?") + f" ({tid})", {})
-            thread[name] = thread.get(name, 0) + 1
+        with self.trace.open(errors="replace") as trace:
+            for line in trace:
+                resumed = self.RESUMED.match(line)
+                if resumed:  # counted where it started; its result is here
+                    if self.FAILED.search(line):
+                        failed[resumed.group(2)] = failed.get(resumed.group(2), 0) + 1
+                    continue
+                m = self.CALL.match(line)
+                if not m:
+                    continue  # signals, exits
+                tid, name = m.group(1), m.group(2)
+                calls[name] = calls.get(name, 0) + 1
+                if self.FAILED.search(line):
+                    failed[name] = failed.get(name, 0) + 1
+                thread = by_thread.setdefault(self.names.get(tid, "?") + f" ({tid})", {})
+                thread[name] = thread.get(name, 0) + 1
         lines = [f"{'calls':>8} {'failed':>7}  system call"]
         lines += [f"{n:8d} {failed.get(k, 0):7d}  {k}" for k, n in sorted(calls.items(), key=lambda kv: -kv[1])]
         lines.append(f"{sum(calls.values()):8d} {sum(failed.values()):7d}  total")

@@ -82,7 +82,7 @@ struct AdvertisementReports: Sendable {
     for uuid in fields.serviceUUIDs where !device.advertisement.serviceUUIDs.contains(uuid) {
       device.advertisement.serviceUUIDs.append(uuid)
     }
-    let passes = passes(device.advertisement, filter)
+    let passes = Self.passes(device.advertisement, filter)
     let first = passes && !device.announced
     if passes { device.announced = true }
     guard passes else { return nil }
