@@ -186,7 +186,7 @@ struct BlueZSessionTests {
         bus, signalBuffer: 4, first: stall)
       defer { task.cancel() }
       try await centralEvents.next(where: Self.isAdapter("hci0"))
-      // The next signal holds the session for a while; the ones behind it overflow its buffer.
+      // The next signal holds the session until released; the ones behind it overflow its buffer.
       stall.armed.withLock { $0 = true }
       for index in 0..<40 {
         if index == 20 {
@@ -195,6 +195,7 @@ struct BlueZSessionTests {
         try await fake.change(
           "/org/bluez/hci0", "org.bluez.Adapter1", ["Alias": .string("a\(index)")])
       }
+      stall.released.withLock { $0 = true }
       try await centralEvents.next { $0 == .connectionChanged(address, connected: false) }
       let deadline = ContinuousClock.now + .seconds(10)
       while try await central.adapters().first?.name != "a39", ContinuousClock.now < deadline {
@@ -239,15 +240,22 @@ struct MirrorSummaryTests {
   }
 }
 
-/// A session client that holds the session for 300 ms on the first signals after it is armed.
+/// A session client that holds the session on the first signals after it is armed, until it
+/// is released (10 s at most): the signals behind them then overflow the session's buffer
+/// however slowly they come (a fixed 300-ms hold let a loaded CI machine emit them too slowly
+/// to overflow it).
 private actor Stall: BlueZSessionClient {
   nonisolated let armed = Mutex(false)
+  nonisolated let released = Mutex(false)
 
   func session(_ event: BlueZSessionEvent) async throws {
     // Not an assertion: the stalling client ignores every event but the first signal after it
     // is armed (what the test checks is the other clients' mirror).
     guard case .signals = event, armed.withLock({ $0 }) else { return }
     armed.withLock { $0 = false }
-    try await Task.sleep(for: .milliseconds(300))
+    let deadline = ContinuousClock.now + .seconds(10)
+    while !released.withLock({ $0 }), ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(10))
+    }
   }
 }
