@@ -196,10 +196,14 @@ public final class DatagramReader: Sendable {
       var wait = Double.infinity
       let start = paces.isEmpty ? 0 : CoarseClock.now()
       for entry in current {
-        if let pace = paces[ObjectIdentifier(entry)], pace.gathers(at: start) {
+        let id = ObjectIdentifier(entry)
+        if let pace = paces[id], pace.gathers(at: start) {
           wait = min(wait, pace.gatherUntil - start)
           continue
         }
+        // Its interval (if any) has ended: what this `poll` finds was waiting however late it
+        // woke.
+        paces[id]?.looking(at: start)
         let fd = entry.state.withLock { $0.fd }
         fds.append(pollfd(fd: fd, events: Int16(POLLIN) | Self.peerClosed, revents: 0))
         order.append(entry)
@@ -241,7 +245,11 @@ public final class DatagramReader: Sendable {
           let t = now ?? CoarseClock.now()
           now = t
           let id = ObjectIdentifier(entry)
-          var pace = paces[id] ?? GatheringPace(interval: gathering, ceiling: gatheringCeiling)
+          var pace =
+            paces[id]
+            ?? GatheringPace(
+              interval: gathering, ceiling: gatheringCeiling,
+              clockResolution: CoarseClock.resolution)
           // Not when the batch limit left some waiting, nor past the ceiling: read at once.
           pace.record(delivered, at: t, moreWaiting: full)
           paces[id] = pace

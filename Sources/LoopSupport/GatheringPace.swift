@@ -4,10 +4,12 @@
 /// a gathering interval it reads at once what comes slowly; when an item comes less than an
 /// interval after the previous turn, it leaves the source unread until the interval ends, so
 /// that one wake-up takes what came meanwhile, each item held back at most one interval. It
-/// goes on gathering while items are waiting each time an interval ends (up to a quarter of an
-/// interval later, for the wake-up's own delay: ``slack``), and reads at once again from the
-/// first interval that ends with nothing waiting. The first item after a quiet spell is read at
-/// once.
+/// goes on gathering while items are waiting each time an interval ends, and reads at once
+/// again from the first interval that ends with nothing waiting. "Waiting" means found within a
+/// quarter of an interval (``slack``) of the reader's first look at the source after the
+/// interval ended (``looking(at:)``), however late that look came (a busy or emulated machine
+/// wakes a thread tens of milliseconds late); for a reader that does not say when it looks,
+/// within that of the interval's end. The first item after a quiet spell is read at once.
 ///
 /// So a stream of more than one item per interval is read once per interval: an advertiser
 /// every 60 ms at the default 0.1 s costs six wake-ups for ten items. A stream slower than one
@@ -26,9 +28,13 @@ public struct GatheringPace: Sendable {
   public private(set) var gatherUntil = -Double.infinity
   /// When the last turn that delivered items was (monotonic seconds).
   private var lastTurn = -Double.infinity
+  /// The reader's first look at the source after the last gathering interval ended.
+  private var lookedAgain: Double?
+  /// The resolution of the clock the times come from (seconds).
+  public let clockResolution: Double
 
-  /// How late, in intervals, the turn after a gathering interval may come and its items still
-  /// count as waiting when the interval ended.
+  /// How long, in intervals, after the reader's first look once a gathering interval ended (or
+  /// after the interval's end) its items may be found and still count as waiting then.
   public static let slack = 0.25
 
   /// A pace with nothing delivered yet.
@@ -36,9 +42,22 @@ public struct GatheringPace: Sendable {
   /// - Parameters:
   ///   - interval: Seconds over which items gather (negative or not finite: 0, none).
   ///   - ceiling: Items in one turn from which the source is read at once again.
-  public init(interval: Double, ceiling: Int) {
+  ///   - clockResolution: The resolution of the clock the times come from, in seconds: an
+  ///     interval counts as ended that much early. A coarse clock lags the kernel's timers by
+  ///     up to a tick; without this, a reader woken at the interval's end could read a time
+  ///     just short of it, and sleep once more for the rest.
+  public init(interval: Double, ceiling: Int, clockResolution: Double = 0) {
     self.interval = interval.isFinite ? max(0, interval) : 0
     self.ceiling = max(2, ceiling)
+    self.clockResolution = clockResolution.isFinite ? max(0, clockResolution) : 0
+  }
+
+  /// Notes that the reader looks at the source at `time` (it is about to `poll` it): the first
+  /// look after a gathering interval ended is when the items found next count as waiting from.
+  ///
+  /// - Parameter time: When, in monotonic seconds.
+  public mutating func looking(at time: Double) {
+    if gatherUntil.isFinite, !gathers(at: time), lookedAgain == nil { lookedAgain = time }
   }
 
   /// Records a turn that delivered `count` items at `time`, and decides whether the source
@@ -53,19 +72,21 @@ public struct GatheringPace: Sendable {
   @discardableResult
   public mutating func record(_ count: Int, at time: Double, moreWaiting: Bool = false) -> Bool {
     guard count > 0 else { return gathers(at: time) }
-    // After a gathering interval: items were waiting when it ended (this turn came at its end,
-    // give or take the wake-up's delay). Otherwise: the item came within an interval of the
-    // previous turn.
+    // After a gathering interval: items were waiting when the reader looked again after it
+    // ended (found then, give or take the turn's own time). Otherwise: the item came within an
+    // interval of the previous turn.
     let fast =
       gatherUntil.isFinite
-      ? time <= gatherUntil + Self.slack * interval
+      ? time <= max(gatherUntil, lookedAgain ?? gatherUntil) + Self.slack * interval
       : Double(count) * interval > time - lastTurn
     lastTurn = time
+    lookedAgain = nil
     let gathering = fast && interval > 0 && !moreWaiting && count < ceiling
     gatherUntil = gathering ? time + interval : -.infinity
     return gathering
   }
 
-  /// Whether the source is left unread at `time`.
-  public func gathers(at time: Double) -> Bool { gatherUntil > time }
+  /// Whether the source is left unread at `time` (its interval ends later than the clock's
+  /// resolution from then).
+  public func gathers(at time: Double) -> Bool { gatherUntil - clockResolution > time }
 }

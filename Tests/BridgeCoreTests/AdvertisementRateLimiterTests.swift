@@ -33,6 +33,17 @@ struct AdvertisementRateLimiterTests {
     #expect(result2 == [0, 1.2, 3])
   }
 
+  @Test("a minimum interval of 0: every change, even two at one time (one batch); no repeat")
+  func everyChange() {
+    var limiter = AdvertisementRateLimiter(interval: 10, minimumInterval: 0, rssiChange: 5)
+    var changed = Fixture.advert()
+    changed.manufacturerData = [0x0499: [0x05, 0x10]]
+    let feed: [(Double, Advertisement)] = [
+      (0, Fixture.advert()), (0, changed), (0, changed), (0.2, Fixture.advert()),
+    ]
+    #expect(run(&limiter, feed) == [0, 0, 0.2])
+  }
+
   @Test("RSSI jitter below the threshold is no change; a jump is")
   func rssiJitter() {
     var limiter = AdvertisementRateLimiter(interval: 10, minimumInterval: 1, rssiChange: 5)

@@ -97,6 +97,9 @@ struct ConfigurationDefaultsTests {
     #expect(keys.count == 94)
     #expect(keys["bluetooth.scan_method"] == .choice(["dbus", "management"]))
     #expect(keys["bluetooth.batch_window"] == .number(greaterThan: 0, orEqual: true, atMost: 0.25))
+    #expect(
+      keys["bluetooth.advertisement_min_interval"]
+        == .number(greaterThan: 0, orEqual: true, atMost: 86_400))
     #expect(keys["bluetooth.connect.exclude"] == .list(.bluetoothAddress))
     #expect(keys["bluetooth.names"] == .list(.nameRule))
     #expect(keys["fleet.ownership.enabled"] == .boolean)

@@ -89,6 +89,9 @@ struct ConfigurationFileTests {
     let configuration = try await ConfigurationLoader.load(
       file: off, environment: [:], arguments: [])
     #expect(configuration.bluetooth.batchWindow == 0)
+    let every = try ConfigurationFixture.file("bluetooth:\n  advertisement_min_interval: 0\n")
+    let loaded = try await ConfigurationLoader.load(file: every, environment: [:], arguments: [])
+    #expect(loaded.bluetooth.advertisementMinInterval == 0)
     for bad in ["-0.01", "0.3"] {
       let path = try ConfigurationFixture.file("bluetooth:\n  batch_window: \(bad)\n")
       let error = try #require(await ConfigurationFixture.error(file: path))

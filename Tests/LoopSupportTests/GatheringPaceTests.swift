@@ -109,6 +109,72 @@ struct GatheringPaceTests {
     #expect(record(&pace, 3, at: 1.03))
   }
 
+  /// Items every `period`; the reader's wake-up at the end of each gathering interval comes
+  /// `late` seconds after it, and it tells the pace when it looked (as the datagram reader does).
+  /// Returns the items each wake-up took.
+  private func lateWakeUps(itemsEvery period: Double, count: Int, late: Double) -> [Int] {
+    var pace = GatheringPace(interval: 0.1, ceiling: 64)
+    let arrivals = (0..<count).map { Double($0) * period + 1000 }
+    var taken: [Int] = []
+    var next = 0
+    var gathering = false
+    while next < arrivals.count {
+      let looked = gathering ? pace.gatherUntil + late : arrivals[next]
+      pace.looking(at: looked)
+      var items = 0
+      while next < arrivals.count && arrivals[next] <= looked {
+        items += 1
+        next += 1
+      }
+      taken.append(items)
+      gathering = items > 0 ? pace.record(items, at: looked) : false
+    }
+    return taken
+  }
+
+  @Test(
+    "wake-ups 40 ms late at each interval's end: five items a wake-up still, not a turn at once in between"
+  )
+  func lateWakeUpsKeepGathering() {
+    let taken = lateWakeUps(itemsEvery: 0.02, count: 100, late: 0.04)
+    #expect(taken.reduce(0, +) == 100)
+    // 2.8 s of items: a wake-up per 0.14 s (the interval and the lateness) and the first.
+    #expect(taken.count <= 22, "wake-ups: \(taken)")
+    #expect(taken.dropFirst(2).dropLast().allSatisfy { $0 >= 6 }, "\(taken)")
+  }
+
+  @Test("a late look that finds nothing: the next item, found later, is read at once")
+  func lateLookFindsNothing() {
+    var pace = GatheringPace(interval: 0.1, ceiling: 64)
+    pace.record(1, at: 10)
+    #expect(record(&pace, 1, at: 10.05))
+    pace.looking(at: 10.19)  // 40 ms after the interval's end
+    #expect(!record(&pace, 1, at: 10.3))
+  }
+
+  @Test("only the first look after an interval counts")
+  func firstLookCounts() {
+    var pace = GatheringPace(interval: 0.1, ceiling: 64)
+    pace.record(1, at: 10)
+    #expect(record(&pace, 1, at: 10.05))
+    pace.looking(at: 10.1)  // still within the interval: not a look after it
+    pace.looking(at: 10.16)
+    pace.looking(at: 10.29)  // another source's turn: not this one's first look
+    #expect(!record(&pace, 1, at: 10.3))
+  }
+
+  @Test("with a coarse clock's resolution, an interval ending within it has ended")
+  func clockResolution() {
+    var pace = GatheringPace(interval: 0.1, ceiling: 64, clockResolution: 0.004)
+    pace.record(1, at: 10)
+    #expect(record(&pace, 1, at: 10.05))
+    #expect(pace.gathers(at: 10.14))
+    // The coarse clock reads 10.147 although the kernel's timer for 10.15 has fired.
+    #expect(!pace.gathers(at: 10.147))
+    pace.looking(at: 10.147)
+    #expect(record(&pace, 3, at: 10.148))
+  }
+
   @Test("a turn that delivered nothing changes nothing")
   func emptyTurn() {
     var pace = GatheringPace(interval: 0.1, ceiling: 8)

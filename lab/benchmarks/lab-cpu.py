@@ -14,9 +14,12 @@
 #   notifications, common rate  the same paced at COMMON_SHARE of the slower bridge's flat-out
 #                  rate, both bridges: the highest rate both sustain, which must lose nothing.
 #   advertisements BEACONS beacons each start a new advertisement (new manufacturer data)
-#                  every BEACON_INTERVAL s for WINDOW s; the bridge publishes each one.
-#                  Measured over the window (and until the bridge's output stops): CPU / the
+#                  every BEACON_INTERVAL s (paced by deadline) for WINDOW s: RATE a second in
+#                  all, the rate of the result lines; the bridge publishes each one. Measured
+#                  over the window (and until the bridge's output stops): CPU / the
 #                  advertisements the beacons sent.
+#   advertisements, sparse  the same every SPARSE_BEACON_INTERVAL s (20 a second in all): what
+#                  an advertisement costs where fewer come at a time (no result line).
 # CPU = utime + stime from /proc/<pid>/stat (clock ticks, all threads) of the bridge, and of
 # bluetoothd, dbus-daemon and mosquitto (the same daemons serve both bridges). The broker is a
 # mosquitto of the benchmark's own on BROKER_PORT, logging errors only: the lab's broker logs
@@ -34,7 +37,7 @@ import time
 from pathlib import Path
 
 from mqtt import Mqtt
-from procs import CLK_TCK, LabError, cpu_seconds, pids, thread_cpu_seconds
+from procs import CLK_TCK, LabError, cpu_seconds, pids, thread_cpu_seconds, thread_switches
 
 ROWS = "BENCH"
 TIMEOUT = 1500
@@ -54,8 +57,9 @@ NOTIFICATIONS = 6000 if PERF else 2000
 RATE = 50  # per second, paced by the clock (sensor --hr-steady) as far as the VM keeps up
 COMMON_SHARE = 0.8  # of the slower bridge's flat-out rate: the common-rate phase
 WARMUP = 50  # values forwarded before the measurement starts
-BEACONS = 5
-BEACON_INTERVAL = 0.25  # s: 5 beacons -> about 20 new advertisements per second
+BEACONS = 10
+BEACON_INTERVAL = 0.2  # s: 10 beacons -> 50 new advertisements a second, as RATE
+SPARSE_BEACON_INTERVAL = 0.5  # s: 10 beacons -> 20 a second (until 2026-11-28 the only phase)
 BEACON_WARMUP_INTERVAL = 2.0  # s, until the bridge has seen every beacon; silent otherwise
 WINDOW = 30  # s
 BROKER_PORT = 1884
@@ -120,7 +124,7 @@ class Profile:
             os.kill(sleep, signal.SIGTERM)
         _, err = await asyncio.to_thread(self.proc.communicate, None, 600)
         text = err.decode(errors="replace")
-        for sort in ("dso", "dso,symbol"):  # by shared object, then its top symbols
+        for sort in ("comm", "dso", "dso,symbol"):  # by thread, by shared object, top symbols
             report = await asyncio.to_thread(
                 subprocess.run, ["perf", "report", "-i", str(self.data), "--stdio", "--no-children",
                                  "--sort", sort, "--percent-limit", "0.5"],
@@ -210,7 +214,7 @@ class Syscalls:
 def snapshot(bridge_pid: int) -> dict:
     try:
         s = {"t": time.monotonic(), "bridge": cpu_seconds(bridge_pid),
-             "threads": thread_cpu_seconds(bridge_pid)}
+             "threads": thread_cpu_seconds(bridge_pid), "switches": thread_switches(bridge_pid)}
     except OSError:
         raise LabError(f"the bridge (pid {bridge_pid}) is gone") from None
     for name in DAEMONS:
@@ -225,13 +229,20 @@ def snapshot(bridge_pid: int) -> dict:
 
 
 def delta(a: dict, b: dict) -> dict:
-    return {k: round(b[k] - a[k], 3) for k in a if k not in ("t", "threads")}
+    return {k: round(b[k] - a[k], 3) for k in a if k not in ("t", "threads", "switches")}
 
 
 def thread_delta(a: dict, b: dict) -> dict:
     """The bridge's CPU seconds by thread name between two snapshots (threads that used some)."""
     out = {name: round(cpu - a["threads"].get(name, 0.0), 3) for name, cpu in b["threads"].items()}
     return {name: cpu for name, cpu in sorted(out.items(), key=lambda kv: -kv[1]) if cpu > 0}
+
+
+def switch_delta(a: dict, b: dict) -> dict:
+    """The bridge's context switches by thread name between two snapshots (threads that had
+    some): how often each thread was woken (or preempted) over the window."""
+    out = {name: n - a["switches"].get(name, 0) for name, n in b["switches"].items()}
+    return {name: n for name, n in sorted(out.items(), key=lambda kv: -kv[1]) if n > 0}
 
 
 def gateway_config(lab, connect: str | None = None) -> str:
@@ -245,8 +256,8 @@ bluetooth:
   radio: bluez
   adapter: {lab.adapter}
   scan_method: {SCAN_METHOD}
-  # forward every new advertisement, as the baseline does
-  advertisement_min_interval: 0.001
+  # forward every new advertisement, as the baseline does (also two of a beacon in one batch)
+  advertisement_min_interval: 0
 """
     if BATCH_WINDOW is not None:
         text += f"  batch_window: {BATCH_WINDOW}\n"
@@ -344,7 +355,8 @@ async def notification_run(lab, mqtt, kind: str, rate: float = RATE,
         "arrival_s": round(arrival_s, 2),
         "end_lag_s": round(c1["t"] - arrived[-1].t, 2) if arrived else 0.0,
         "in_order": seqs == list(range(len(seqs))), "wall_s": round(c1["t"] - c0["t"], 2),
-        "cpu_s": delta(c0, c1), "threads_s": thread_delta(c0, c1), "syscalls": calls,
+        "cpu_s": delta(c0, c1), "threads_s": thread_delta(c0, c1),
+        "switches": switch_delta(c0, c1), "syscalls": calls,
     }
 
 
@@ -358,7 +370,8 @@ async def beacon_stats(beacons) -> int:
     return total
 
 
-async def advertisement_run(lab, mqtt, kind: str, beacons) -> dict:
+async def advertisement_run(lab, mqtt, kind: str, beacons, interval: float = BEACON_INTERVAL,
+                            phase: str = "advertisements") -> dict:
     devs = {b.address.replace(":", "").upper() for b in beacons}
 
     def adverts(after: int) -> list:
@@ -374,13 +387,13 @@ async def advertisement_run(lab, mqtt, kind: str, beacons) -> dict:
         await wait_until(lambda: devs <= {m.topic.split("/")[1] for m in adverts(mark)},
                          lab.timeout(180), bridge, kind, "an advertisement of every beacon")
         window = mqtt.mark()
-        profile = Profile(lab, kind, "advertisements", bridge.pid)
-        syscalls = Syscalls(lab, kind, "advertisements", bridge.pid)
+        profile = Profile(lab, kind, phase, bridge.pid)
+        syscalls = Syscalls(lab, kind, phase, bridge.pid)
         await profile.start()
         await syscalls.start()
         sent0, c0 = await beacon_stats(beacons), snapshot(bridge.pid)
         for b in beacons:
-            b.send("beacon", interval=BEACON_INTERVAL)
+            b.send("beacon", interval=interval)
         await asyncio.sleep(WINDOW)
         for b in beacons:
             b.send("beacon", interval=0)  # silence: the bridge's output ends
@@ -395,7 +408,8 @@ async def advertisement_run(lab, mqtt, kind: str, beacons) -> dict:
             b.send("beacon", interval=0)
         await bridge.stop()
     return {"events": sent1 - sent0, "forwarded": forwarded, "wall_s": round(c1["t"] - c0["t"], 2),
-            "cpu_s": delta(c0, c1), "threads_s": thread_delta(c0, c1), "syscalls": calls}
+            "cpu_s": delta(c0, c1), "threads_s": thread_delta(c0, c1),
+            "switches": switch_delta(c0, c1), "syscalls": calls}
 
 
 def ms(x: float) -> str:
@@ -418,7 +432,10 @@ def table(results: dict) -> str:
                                  f"{COMMON_SHARE} x the slower bridge's flat-out rate, the highest "
                                  "both sustain)"),
         "advertisements": (f"advertisement ({BEACONS} beacons, a new one every {BEACON_INTERVAL} s "
-                           f"each, {WINDOW} s)"),
+                           f"each, {WINDOW} s: {BEACONS / BEACON_INTERVAL:.0f}/s asked)"),
+        "advertisements_sparse": (f"advertisement, sparse ({BEACONS} beacons, a new one every "
+                                  f"{SPARSE_BEACON_INTERVAL} s each, {WINDOW} s: "
+                                  f"{BEACONS / SPARSE_BEACON_INTERVAL:.0f}/s asked)"),
     }
     for phase, title in phases.items():
         runs = results.get(phase, {})
@@ -476,6 +493,11 @@ def table(results: dict) -> str:
                 busiest = list(ok[k]["threads_s"].items())[:6]
                 lines.append(f"  {k} by thread: " + ", ".join(
                     f"{name} {ms(cpu / ok[k]['events'])}" for name, cpu in busiest))
+        for k in BRIDGES:  # how often its threads woke: a turn's fixed cost is paid per wake-up
+            if k in ok and ok[k]["events"] > 0 and ok[k].get("switches"):
+                busiest = list(ok[k]["switches"].items())[:6]
+                lines.append(f"  {k} wake-ups per event: " + ", ".join(
+                    f"{name} {n / ok[k]['events']:.2f}" for name, n in busiest))
     if STRACE:
         lines += syscall_lines(results)
     lines.append("")
@@ -487,7 +509,8 @@ def syscall_lines(results: dict) -> list[str]:
     """System calls per event of each bridge (--syscalls): the total and the most frequent."""
     lines = ["", "System calls per event (strace -f over the window, by thread in syscalls-<phase>-<bridge>.txt;"
              " strace slows the bridge: its CPU figures above are not results)"]
-    for phase in ("notifications", "notifications_fast", "notifications_common", "advertisements"):
+    for phase in ("notifications", "notifications_fast", "notifications_common", "advertisements",
+                  "advertisements_sparse"):
         for k in BRIDGES:
             r = results.get(phase, {}).get(k, {})
             calls, events = r.get("syscalls") or {}, r.get("events", 0)
@@ -560,13 +583,15 @@ async def run(lab):
 async def measure(lab, mqtt, bridges):
     results: dict = {"config": {"notifications": NOTIFICATIONS, "rate": RATE, "warmup": WARMUP,
                                 "beacons": BEACONS, "beacon_interval": BEACON_INTERVAL,
+                                "sparse_beacon_interval": SPARSE_BEACON_INTERVAL,
                                 "window_s": WINDOW, "clk_tck": CLK_TCK, "scan_method": SCAN_METHOD,
                                 "batch_window": BATCH_WINDOW, "notify_method": NOTIFY_METHOD,
                                 "gateway": lab.gateway_path},
                      "notifications": {}, "notifications_fast": {}, "notifications_common": {},
-                     "advertisements": {}}
+                     "advertisements": {}, "advertisements_sparse": {}}
     if not lab.gateway_path:
-        for phase in ("notifications", "notifications_fast", "notifications_common", "advertisements"):
+        for phase in ("notifications", "notifications_fast", "notifications_common", "advertisements",
+                      "advertisements_sparse"):
             results[phase]["gatt2mqtt"] = {"error": "no gateway given (lab/run --gateway PATH)"}
 
     def save() -> None:
@@ -619,18 +644,21 @@ async def measure(lab, mqtt, bridges):
                 kind, {"error": "no flat-out rate of every bridge to start from"})
 
     beacons = [await lab.peer("beacon", interval=0) for _ in range(BEACONS)]
-    for kind in bridges:
-        lab.log("advertisements:", kind)
-        try:
-            results["advertisements"][kind] = await advertisement_run(lab, mqtt, kind, beacons)
-        except LabError as e:
-            results["advertisements"][kind] = {"error": str(e)}
-        lab.log("advertisements:", kind, results["advertisements"][kind])
-        save()
+    for phase, interval in (("advertisements", BEACON_INTERVAL),
+                            ("advertisements_sparse", SPARSE_BEACON_INTERVAL)):
+        for kind in bridges:
+            lab.log(f"{phase}:", kind)
+            try:
+                results[phase][kind] = await advertisement_run(
+                    lab, mqtt, kind, beacons, interval, phase.replace("_", "-"))
+            except LabError as e:
+                results[phase][kind] = {"error": str(e)}
+            lab.log(f"{phase}:", kind, results[phase][kind])
+            save()
 
     lab.log("\n" + table(results))
     # Values lost flat out are a result (the table says so); everywhere else a loss fails.
-    failed = [f"{phase} {k}: {r['error']}" for phase in ("notifications", "notifications_fast", "notifications_common", "advertisements")
+    failed = [f"{phase} {k}: {r['error']}" for phase in ("notifications", "notifications_fast", "notifications_common", "advertisements", "advertisements_sparse")
               for k, r in results[phase].items() if "error" in r
               and not (phase == "notifications_fast" and r["error"].startswith("lost or reordered"))]
     lab.check(not failed, "; ".join(failed))

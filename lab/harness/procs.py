@@ -61,6 +61,28 @@ def thread_cpu_seconds(pid: int) -> dict[str, float]:
     return out
 
 
+def thread_switches(pid: int) -> dict[str, int]:
+    """Context switches of a process's threads by thread name (threads of one name summed):
+    voluntary ones (the thread slept: each is a wake-up later) plus involuntary ones (it was
+    preempted); empty when the process is gone."""
+    out: dict[str, int] = {}
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            status = (task / "status").read_text()
+        except OSError:
+            continue  # the thread ended meanwhile
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        name = fields.get("Name", "?").strip()
+        switches = sum(int(fields.get(k, "0")) for k in
+                       ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"))
+        out[name] = out.get(name, 0) + switches
+    return out
+
+
 def pids(name: str) -> list[int]:
     """The processes of that name (`pidof`)."""
     out = subprocess.run(["pidof", name], capture_output=True, text=True).stdout

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Beacon: an advertiser whose every advertisement is new. Flags, manufacturer data (company
 0xFFFF, then a 32-bit little-endian counter) and the name --name (legacy, 23 bytes). Every
---interval seconds the counter goes up and advertising is restarted with the new data: btvirt
+--interval seconds (a deadline: the restart's own time is not added) the counter goes up and
+advertising is restarted with the new data: btvirt
 reports an advertiser only when its advertising is (re)enabled, and bluetoothd signals a
 device's ManufacturerData only when it changed, so each tick is exactly one new advertisement
 for a scanner (the load of Benchmarks/lab-cpu's advertisement phase).
@@ -50,17 +51,26 @@ class Beacon(common.Peripheral):
         self._ticker = asyncio.get_running_loop().create_task(self.tick())
 
     async def tick(self) -> None:
+        loop = asyncio.get_running_loop()
+        deadline: float | None = None
         while True:
             if self.interval <= 0:
+                deadline = None
                 self.changed.clear()
                 await self.changed.wait()
                 continue
+            if deadline is None:
+                deadline = loop.time() + self.interval
             try:
-                await asyncio.wait_for(self.changed.wait(), self.interval)
+                await asyncio.wait_for(self.changed.wait(), max(0.0, deadline - loop.time()))
                 self.changed.clear()
+                deadline = None
                 continue  # the interval changed: start a fresh one
             except asyncio.TimeoutError:
                 pass
+            # Paced by deadline: the restart's own time (tens of ms under emulation) is not added
+            # to the interval; a beacon that fell behind starts the next at once, without a burst.
+            deadline = max(deadline + self.interval, loop.time())
             if self.connections:
                 continue
             self.counter = (self.counter + 1) & 0xFFFFFFFF

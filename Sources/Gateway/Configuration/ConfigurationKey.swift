@@ -94,7 +94,8 @@ struct ConfigurationKey: Sendable {
     .list("bluetooth.names", \.bluetooth.names, of: .nameRule),
     .number("bluetooth.advertisement_interval", \.bluetooth.advertisementInterval, atMost: 86_400),
     .number(
-      "bluetooth.advertisement_min_interval", \.bluetooth.advertisementMinInterval, atMost: 86_400),
+      "bluetooth.advertisement_min_interval", \.bluetooth.advertisementMinInterval,
+      zeroAllowed: true, atMost: 86_400),
     .number("bluetooth.offline_after", \.bluetooth.offlineAfter, atMost: 604_800),
     .number("bluetooth.forget_after", \.bluetooth.forgetAfter, atMost: 604_800),
     .int("bluetooth.max_devices", \.bluetooth.maxDevices, .integer(1...1_000_000)),

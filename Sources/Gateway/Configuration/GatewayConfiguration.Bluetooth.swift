@@ -66,7 +66,7 @@ extension GatewayConfiguration {
     /// (`bluetooth.advertisement_interval`). Default 10.
     public var advertisementInterval: Double
     /// Never publish a device's advertisement more often than this, in seconds
-    /// (`bluetooth.advertisement_min_interval`). Default 1.
+    /// (`bluetooth.advertisement_min_interval`; 0: every change). Default 1.
     public var advertisementMinInterval: Double
     /// A device unseen this many seconds becomes `offline` (`bluetooth.offline_after`).
     /// Default 90.

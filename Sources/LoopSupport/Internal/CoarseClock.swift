@@ -11,4 +11,12 @@ enum CoarseClock {
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts)
     return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
   }
+
+  /// How far it can lag the precise clock, in seconds (a timer tick: `clock_getres`; 10 ms
+  /// when the kernel does not say).
+  static let resolution: Double = {
+    var ts = timespec()
+    guard clock_getres(CLOCK_MONOTONIC_COARSE, &ts) == 0 else { return 0.01 }
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+  }()
 }
