@@ -62,9 +62,10 @@ def thread_cpu_seconds(pid: int) -> dict[str, float]:
 
 
 def thread_switches(pid: int) -> dict[str, int]:
-    """Context switches of a process's threads by thread name (threads of one name summed):
-    voluntary ones (the thread slept: each is a wake-up later) plus involuntary ones (it was
-    preempted); empty when the process is gone."""
+    """Voluntary context switches of a process's threads by thread name (threads of one name
+    summed): each time a thread went to sleep, so each is a wake-up later (preemptions, the
+    involuntary ones, are left out: they count how busy the machine is, not the thread's
+    wake-ups); empty when the process is gone."""
     out: dict[str, int] = {}
     try:
         tasks = list(Path(f"/proc/{pid}/task").iterdir())
@@ -77,9 +78,7 @@ def thread_switches(pid: int) -> dict[str, int]:
             continue  # the thread ended meanwhile
         fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
         name = fields.get("Name", "?").strip()
-        switches = sum(int(fields.get(k, "0")) for k in
-                       ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"))
-        out[name] = out.get(name, 0) + switches
+        out[name] = out.get(name, 0) + int(fields.get("voluntary_ctxt_switches", "0"))
     return out
 
 
