@@ -6,10 +6,11 @@
 /// that one wake-up takes what came meanwhile, each item held back at most one interval. It
 /// goes on gathering while items are waiting each time an interval ends, and reads at once
 /// again from the first interval that ends with nothing waiting. "Waiting" means found within a
-/// quarter of an interval (``slack``) of the reader's first look at the source after the
-/// interval ended (``looking(at:)``), however late that look came (a busy or emulated machine
-/// wakes a thread tens of milliseconds late); for a reader that does not say when it looks,
-/// within that of the interval's end. The first item after a quiet spell is read at once.
+/// quarter of an interval (``slack``) of the interval's end; or, when the reader says when it
+/// looked (``looking(at:)``) and found two items or more, within that of its first look after
+/// the interval ended, however late that look came (a busy or emulated machine wakes a thread
+/// tens of milliseconds late; a lone item found late may have come after the end, so it does
+/// not count). The first item after a quiet spell is read at once.
 ///
 /// So a stream of more than one item per interval is read once per interval: an advertiser
 /// every 60 ms at the default 0.1 s costs six wake-ups for ten items. A stream slower than one
@@ -43,13 +44,15 @@ public struct GatheringPace: Sendable {
   ///   - interval: Seconds over which items gather (negative or not finite: 0, none).
   ///   - ceiling: Items in one turn from which the source is read at once again.
   ///   - clockResolution: The resolution of the clock the times come from, in seconds: an
-  ///     interval counts as ended that much early. A coarse clock lags the kernel's timers by
-  ///     up to a tick; without this, a reader woken at the interval's end could read a time
-  ///     just short of it, and sleep once more for the rest.
+  ///     interval counts as ended that much early (at most ``slack`` of an interval, so that a
+  ///     short interval still gathers). A coarse clock lags the kernel's timers by up to a
+  ///     tick; without this, a reader woken at the interval's end could read a time just short
+  ///     of it, and sleep once more for the rest.
   public init(interval: Double, ceiling: Int, clockResolution: Double = 0) {
     self.interval = interval.isFinite ? max(0, interval) : 0
     self.ceiling = max(2, ceiling)
-    self.clockResolution = clockResolution.isFinite ? max(0, clockResolution) : 0
+    let resolution = clockResolution.isFinite ? max(0, clockResolution) : 0
+    self.clockResolution = min(resolution, Self.slack * self.interval)
   }
 
   /// Notes that the reader looks at the source at `time` (it is about to `poll` it): the first
@@ -72,12 +75,13 @@ public struct GatheringPace: Sendable {
   @discardableResult
   public mutating func record(_ count: Int, at time: Double, moreWaiting: Bool = false) -> Bool {
     guard count > 0 else { return gathers(at: time) }
-    // After a gathering interval: items were waiting when the reader looked again after it
-    // ended (found then, give or take the turn's own time). Otherwise: the item came within an
-    // interval of the previous turn.
+    // After a gathering interval: items were waiting when it ended, or (two or more) when the
+    // reader looked again after it ended (found then, give or take the turn's own time).
+    // Otherwise: the item came within an interval of the previous turn.
+    let looked = count >= 2 ? lookedAgain ?? gatherUntil : gatherUntil
     let fast =
       gatherUntil.isFinite
-      ? time <= max(gatherUntil, lookedAgain ?? gatherUntil) + Self.slack * interval
+      ? time <= max(gatherUntil, looked) + Self.slack * interval
       : Double(count) * interval > time - lastTurn
     lastTurn = time
     lookedAgain = nil

@@ -132,9 +132,7 @@ struct GatheringPaceTests {
     return taken
   }
 
-  @Test(
-    "wake-ups 40 ms late at each interval's end: five items a wake-up still, not a turn at once in between"
-  )
+  @Test("wake-ups 40 ms late at each interval's end: seven items a wake-up, no turn at once")
   func lateWakeUpsKeepGathering() {
     let taken = lateWakeUps(itemsEvery: 0.02, count: 100, late: 0.04)
     #expect(taken.reduce(0, +) == 100)
@@ -152,15 +150,35 @@ struct GatheringPaceTests {
     #expect(!record(&pace, 1, at: 10.3))
   }
 
-  @Test("only the first look after an interval counts")
+  @Test("only the first look after an interval counts, not one within it nor a later one")
   func firstLookCounts() {
     var pace = GatheringPace(interval: 0.1, ceiling: 64)
     pace.record(1, at: 10)
     #expect(record(&pace, 1, at: 10.05))
-    pace.looking(at: 10.1)  // still within the interval: not a look after it
+    pace.looking(at: 10.1)  // still within the interval (until 10.15): not a look after it
     pace.looking(at: 10.16)
-    pace.looking(at: 10.29)  // another source's turn: not this one's first look
-    #expect(!record(&pace, 1, at: 10.3))
+    #expect(record(&pace, 2, at: 10.18))  // within the slack of 10.16, not of 10.1 or 10.15
+    // The interval ends at 10.28; the first look after it, then another source's turn.
+    pace.looking(at: 10.3)
+    pace.looking(at: 10.39)
+    #expect(!record(&pace, 2, at: 10.4))
+  }
+
+  @Test("a lone item found at a late look may have come after the interval: read as slow")
+  func loneItemAtALateLook() {
+    var pace = GatheringPace(interval: 0.1, ceiling: 64)
+    pace.record(1, at: 10)
+    #expect(record(&pace, 1, at: 10.05))
+    pace.looking(at: 10.19)
+    #expect(!record(&pace, 1, at: 10.19))
+  }
+
+  @Test("the clock's allowance stops at a quarter of the interval: a short interval still gathers")
+  func shortIntervalStillGathers() {
+    var pace = GatheringPace(interval: 0.004, ceiling: 64, clockResolution: 0.004)
+    pace.record(1, at: 10)
+    #expect(record(&pace, 1, at: 10.002))
+    #expect(pace.gathers(at: 10.004))
   }
 
   @Test("with a coarse clock's resolution, an interval ending within it has ended")

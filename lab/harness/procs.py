@@ -61,12 +61,13 @@ def thread_cpu_seconds(pid: int) -> dict[str, float]:
     return out
 
 
-def thread_switches(pid: int) -> dict[str, int]:
-    """Voluntary context switches of a process's threads by thread name (threads of one name
-    summed): each time a thread went to sleep, so each is a wake-up later (preemptions, the
-    involuntary ones, are left out: they count how busy the machine is, not the thread's
-    wake-ups); empty when the process is gone."""
-    out: dict[str, int] = {}
+def thread_switches(pid: int) -> dict[int, tuple[str, int]]:
+    """Voluntary context switches of a process's threads, by thread id: (name, count). Each is
+    a time the thread went to sleep, so a wake-up later (preemptions, the involuntary ones, are
+    left out: they count how busy the machine is, not the thread's wake-ups). By id, so that a
+    delta is taken per thread (a worker thread that ended between two snapshots must not take
+    its namesakes' counts with it); empty when the process is gone."""
+    out: dict[int, tuple[str, int]] = {}
     try:
         tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except OSError:
@@ -77,8 +78,8 @@ def thread_switches(pid: int) -> dict[str, int]:
         except OSError:
             continue  # the thread ended meanwhile
         fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        name = fields.get("Name", "?").strip()
-        out[name] = out.get(name, 0) + int(fields.get("voluntary_ctxt_switches", "0"))
+        out[int(task.name)] = (fields.get("Name", "?").strip(),
+                               int(fields.get("voluntary_ctxt_switches", "0")))
     return out
 
 

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Beacon: an advertiser whose every advertisement is new. Flags, manufacturer data (company
 0xFFFF, then a 32-bit little-endian counter) and the name --name (legacy, 23 bytes). Every
---interval seconds (a deadline: the restart's own time is not added) the counter goes up and
-advertising is restarted with the new data: btvirt
-reports an advertiser only when its advertising is (re)enabled, and bluetoothd signals a
-device's ManufacturerData only when it changed, so each tick is exactly one new advertisement
-for a scanner (the load of Benchmarks/lab-cpu's advertisement phase).
+--interval seconds (a deadline: the restart's own time is not added; the first comes at a random
+point of the first interval, so that beacons told at once do not advertise in step) the counter
+goes up and advertising is restarted with the new data: btvirt reports an advertiser only when
+its advertising is (re)enabled, and bluetoothd signals a device's ManufacturerData only when it
+changed, so each tick is exactly one new advertisement for a scanner (the load of
+Benchmarks/lab-cpu's advertisement phases).
 
 Commands (stdin JSON): {"cmd":"beacon","interval":S} sets the interval (0 = stop changing and
 stop advertising); {"cmd":"stats"} reports.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -60,14 +62,18 @@ class Beacon(common.Peripheral):
                 await self.changed.wait()
                 continue
             if deadline is None:
-                deadline = loop.time() + self.interval
+                # Beacons told at once would otherwise advertise in step for the whole run.
+                deadline = loop.time() + self.interval * random.random()
             try:
                 await asyncio.wait_for(self.changed.wait(), max(0.0, deadline - loop.time()))
                 self.changed.clear()
                 deadline = None
                 continue  # the interval changed: start a fresh one
             except asyncio.TimeoutError:
-                pass
+                # With the deadline already past, wait_for gives up before a command set in the
+                # meantime is seen: look again, so that a stop is never followed by a restart.
+                if self.changed.is_set() or self.interval <= 0:
+                    continue
             # Paced by deadline: the restart's own time (tens of ms under emulation) is not added
             # to the interval; a beacon that fell behind starts the next at once, without a burst.
             deadline = max(deadline + self.interval, loop.time())
