@@ -21,7 +21,7 @@
 #                  baseline forwards every advertisement in the lab.
 #   advertisements at 50/s  the same every FAST_BEACON_INTERVAL s: RATE a second, the rate of
 #                  the notification result lines. The baseline (bleak through bluetoothd)
-#                  forwards only a part of them here (16-98 % lost in three runs), so its CPU
+#                  forwards only a part of them here (16-98 % lost in four runs), so its CPU
 #                  per advertisement offered is for less work: shown, not a result line.
 # CPU = utime + stime from /proc/<pid>/stat (clock ticks, all threads) of the bridge, and of
 # bluetoothd, dbus-daemon and mosquitto (the same daemons serve both bridges). The broker is a
