@@ -42,19 +42,28 @@ def cpu_seconds(pid: int, missing: float | None = None) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def thread_files(pid: int, name: str) -> list[tuple[int, str]]:
+    """(thread id, text) of a file of each of a process's threads (`stat`, `status`); threads
+    that ended meanwhile are left out, and all of them when the process is gone."""
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return []
+    out = []
+    for task in tasks:
+        try:
+            out.append((int(task.name), (task / name).read_text()))
+        except OSError:
+            pass  # the thread ended meanwhile
+    return out
+
+
 def thread_cpu_seconds(pid: int) -> dict[str, float]:
     """utime + stime of a process's threads by thread name (threads of one name summed), in
     seconds; empty when the process is gone. Names are the kernel's 15-character `comm`."""
     out: dict[str, float] = {}
-    try:
-        tasks = list(Path(f"/proc/{pid}/task").iterdir())
-    except OSError:
-        return out
-    for task in tasks:
-        try:
-            head, _, rest = (task / "stat").read_text().rpartition(")")
-        except OSError:
-            continue  # the thread ended meanwhile
+    for _, stat in thread_files(pid, "stat"):
+        head, _, rest = stat.rpartition(")")
         name = head.split("(", 1)[1]
         fields = rest.split()
         out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / CLK_TCK
@@ -68,18 +77,9 @@ def thread_switches(pid: int) -> dict[int, tuple[str, int]]:
     delta is taken per thread (a worker thread that ended between two snapshots must not take
     its namesakes' counts with it); empty when the process is gone."""
     out: dict[int, tuple[str, int]] = {}
-    try:
-        tasks = list(Path(f"/proc/{pid}/task").iterdir())
-    except OSError:
-        return out
-    for task in tasks:
-        try:
-            status = (task / "status").read_text()
-        except OSError:
-            continue  # the thread ended meanwhile
+    for tid, status in thread_files(pid, "status"):
         fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        out[int(task.name)] = (fields.get("Name", "?").strip(),
-                               int(fields.get("voluntary_ctxt_switches", "0")))
+        out[tid] = (fields.get("Name", "?").strip(), int(fields.get("voluntary_ctxt_switches", "0")))
     return out
 
 
