@@ -15,15 +15,19 @@ private func record(
 struct GatheringPaceTests {
   /// Feeds a stream of single items to a reader paced by `GatheringPace`, and returns the
   /// items each wake-up took: a reader wakes when an item comes while it reads at once, and
-  /// when a gathering interval ends (taking what is waiting, maybe nothing).
-  private func wakeUps(itemsEvery period: Double, count: Int, interval: Double) -> [Int] {
+  /// `late` seconds after a gathering interval ends (taking what is waiting then, maybe
+  /// nothing), telling the pace when it looked, as the datagram reader does.
+  private func wakeUps(
+    itemsEvery period: Double, count: Int, interval: Double, late: Double = 0
+  ) -> [Int] {
     var pace = GatheringPace(interval: interval, ceiling: 64)
     let arrivals = (0..<count).map { Double($0) * period + 1000 }
     var taken: [Int] = []
     var next = 0
     var gathering = false
     while next < arrivals.count {
-      let time = gathering ? pace.gatherUntil : arrivals[next]
+      let time = gathering ? pace.gatherUntil + late : arrivals[next]
+      if gathering { pace.looking(at: time) }
       var items = 0
       while next < arrivals.count && arrivals[next] <= time {
         items += 1
@@ -109,32 +113,9 @@ struct GatheringPaceTests {
     #expect(record(&pace, 3, at: 1.03))
   }
 
-  /// Items every `period`; the reader's wake-up at the end of each gathering interval comes
-  /// `late` seconds after it, and it tells the pace when it looked (as the datagram reader does).
-  /// Returns the items each wake-up took.
-  private func lateWakeUps(itemsEvery period: Double, count: Int, late: Double) -> [Int] {
-    var pace = GatheringPace(interval: 0.1, ceiling: 64)
-    let arrivals = (0..<count).map { Double($0) * period + 1000 }
-    var taken: [Int] = []
-    var next = 0
-    var gathering = false
-    while next < arrivals.count {
-      let looked = gathering ? pace.gatherUntil + late : arrivals[next]
-      pace.looking(at: looked)
-      var items = 0
-      while next < arrivals.count && arrivals[next] <= looked {
-        items += 1
-        next += 1
-      }
-      taken.append(items)
-      gathering = items > 0 ? pace.record(items, at: looked) : false
-    }
-    return taken
-  }
-
   @Test("wake-ups 40 ms late at each interval's end: seven items a wake-up, no turn at once")
   func lateWakeUpsKeepGathering() {
-    let taken = lateWakeUps(itemsEvery: 0.02, count: 100, late: 0.04)
+    let taken = wakeUps(itemsEvery: 0.02, count: 100, interval: 0.1, late: 0.04)
     #expect(taken.reduce(0, +) == 100)
     // 2.8 s of items: a wake-up per 0.14 s (the interval and the lateness) and the first.
     #expect(taken.count <= 22, "wake-ups: \(taken)")
