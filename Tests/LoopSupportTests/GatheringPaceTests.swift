@@ -122,20 +122,25 @@ struct GatheringPaceTests {
     #expect(taken.dropFirst(2).dropLast().allSatisfy { $0 >= 6 }, "\(taken)")
   }
 
-  @Test("a late look that finds nothing: the next item, found later, is read at once")
-  func lateLookFindsNothing() {
+  /// A pace with a 0.1-s interval that read an item at 10 at once and gathers since the next
+  /// at 10.05, until 10.15.
+  private func paceGatheringUntil1015() -> GatheringPace {
     var pace = GatheringPace(interval: 0.1, ceiling: 64)
     pace.record(1, at: 10)
     #expect(record(&pace, 1, at: 10.05))
+    return pace
+  }
+
+  @Test("a late look that finds nothing: the next item, found later, is read at once")
+  func lateLookFindsNothing() {
+    var pace = paceGatheringUntil1015()
     pace.looking(at: 10.19)  // 40 ms after the interval's end
     #expect(!record(&pace, 1, at: 10.3))
   }
 
   @Test("only the first look after an interval counts, not one within it nor a later one")
   func firstLookCounts() {
-    var pace = GatheringPace(interval: 0.1, ceiling: 64)
-    pace.record(1, at: 10)
-    #expect(record(&pace, 1, at: 10.05))
+    var pace = paceGatheringUntil1015()
     pace.looking(at: 10.1)  // still within the interval (until 10.15): not a look after it
     pace.looking(at: 10.16)
     #expect(record(&pace, 2, at: 10.18))  // within the slack of 10.16, not of 10.1 or 10.15
@@ -147,9 +152,7 @@ struct GatheringPaceTests {
 
   @Test("a lone item found at a late look may have come after the interval: read as slow")
   func loneItemAtALateLook() {
-    var pace = GatheringPace(interval: 0.1, ceiling: 64)
-    pace.record(1, at: 10)
-    #expect(record(&pace, 1, at: 10.05))
+    var pace = paceGatheringUntil1015()
     pace.looking(at: 10.19)
     #expect(!record(&pace, 1, at: 10.19))
   }
