@@ -567,9 +567,5 @@ final class BusCore: @unchecked Sendable {
     }
   }
 
-  func now() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-  }
+  func now() -> Double { clockSeconds() }
 }

@@ -6,17 +6,13 @@ import Glibc
 /// resolution (a timer tick, 1-10 ms) is enough for a reader's gathering interval.
 enum CoarseClock {
   /// Seconds since an arbitrary origin; never goes back.
-  static func now() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-  }
+  static func now() -> Double { clockSeconds(CLOCK_MONOTONIC_COARSE) }
 
   /// How far it can lag the precise clock, in seconds (a timer tick: `clock_getres`; 10 ms
   /// when the kernel does not say).
   static let resolution: Double = {
     var ts = timespec()
     guard clock_getres(CLOCK_MONOTONIC_COARSE, &ts) == 0 else { return 0.01 }
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    return ts.seconds
   }()
 }

@@ -552,9 +552,5 @@ final class ClientCore: @unchecked Sendable {
   }
 
   /// The client's time (monotonic), read once per batch and per wake-up.
-  private func now() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-  }
+  private func now() -> Double { clockSeconds() }
 }
