@@ -115,11 +115,17 @@ public final class GatewayMetrics: Sendable {
   public init() {
     factory = PrometheusMetricsFactory(registry: registry)
     for counter in Self.counters {
-      _ = registry.makeCounter(name: counter.name, help: counter.help)
+      _ = registry.makeCounter(descriptor: Self.descriptor(counter.name, counter.help))
     }
     for gauge in Self.gauges {
-      _ = registry.makeGauge(name: gauge.name, help: gauge.help)
+      _ = registry.makeGauge(descriptor: Self.descriptor(gauge.name, gauge.help))
     }
+  }
+
+  /// A metric's full name and help text as swift-prometheus takes them (no unit suffix: the
+  /// names above carry theirs).
+  private static func descriptor(_ name: String, _ help: String) -> MetricNameDescriptor {
+    MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
   }
 
   /// Records one GATT operation as it completes.
@@ -168,25 +174,28 @@ public final class GatewayMetrics: Sendable {
         let delta = now - (last[counter.name] ?? 0)
         last[counter.name] = now
         if delta > 0 {
-          registry.makeCounter(name: counter.name, help: counter.help).increment(by: delta)
+          registry.makeCounter(descriptor: Self.descriptor(counter.name, counter.help))
+            .increment(by: delta)
         }
       }
     }
     for gauge in Self.gauges {
       if let value = figure(gauge.path) {
-        registry.makeGauge(name: gauge.name, help: gauge.help).set(value)
+        registry.makeGauge(descriptor: Self.descriptor(gauge.name, gauge.help)).set(value)
       }
     }
-    registry.makeGauge(name: "gatt2mqtt_healthy", help: "1 when health_check says healthy")
-      .set(health["healthy"]?.boolValue == true ? 1.0 : 0.0)
+    registry.makeGauge(
+      descriptor: Self.descriptor("gatt2mqtt_healthy", "1 when health_check says healthy")
+    ).set(health["healthy"]?.boolValue == true ? 1.0 : 0.0)
     var byState = Dictionary(uniqueKeysWithValues: Self.states.map { ($0, 0) })
     for device in devices?.arrayValue ?? [] {
       if let state = device["connection"]?.stringValue { byState[state, default: 0] += 1 }
     }
     for (state, count) in byState {
       registry.makeGauge(
-        name: "gatt2mqtt_devices_by_connection_state", labels: [("state", state)],
-        help: "devices by the state of their link"
+        descriptor: Self.descriptor(
+          "gatt2mqtt_devices_by_connection_state", "devices by the state of their link"),
+        labels: [("state", state)]
       ).set(Double(count))
     }
     return registry.emitToBuffer()

@@ -1,4 +1,4 @@
-public import BridgeCore
+import BridgeCore
 import Synchronization
 
 /// What the gateway publishes, as the web page sees it: every publication handed to the MQTT

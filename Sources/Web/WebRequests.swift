@@ -1,4 +1,4 @@
-public import BridgeCore
+import BridgeCore
 import Synchronization
 
 /// Hands a request from the page to the gateway as if it had come over MQTT, and waits for the

@@ -1,4 +1,4 @@
-public import BridgeCore
+import BridgeCore
 import Hummingbird
 public import Logging
 public import ServiceLifecycle
