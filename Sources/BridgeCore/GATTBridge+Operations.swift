@@ -201,16 +201,16 @@ extension GATTBridge {
     let (connected, device) = Self.routing(&links.values[index])
     guard connected else { return [] }
     counters.notifications += 1
-    if isTransferCharacteristic(id), var reassembler = links.values[index].reassembler {
-      let outcome = reassembler.append(value)
-      links[id.address]?.reassembler = reassembler
-      switch outcome {
+    if isTransferCharacteristic(id), links.values[index].reassembler != nil {
+      // In place: a copy taken out shares the text so far with the stored reassembler, and
+      // appending to it would copy the whole text once per chunk.
+      switch links.values[index].reassembler?.append(value) {
       case nil:
         return []
-      case .complete(let text):
+      case .complete(let text)?:
         counters.transfers += 1
         return [.publish(topic: topics.transfer(device), payload: text, retain: false)]
-      case .tooLong(let bytes):
+      case .tooLong(let bytes)?:
         counters.transfersAborted += 1
         var data = eventData(links.values[index])
         data["bytes"] = .integer(Int64(bytes))

@@ -183,6 +183,28 @@ struct AdvertisementReportsTests {
             serviceUUIDs: [BluetoothUUID(uuid16: 0x180F), BluetoothUUID(uuid16: 0x180D)])))
   }
 
+  @Test func aDeviceThatKeepsAdvertisingNewUUIDsKeepsOnlyTheLatest() {
+    var reports = AdvertisementReports(maxDevices: 10)
+    var last: CentralEvent?
+    // 40 reports of three new 16-bit UUIDs each: 120 in all.
+    for round in 0..<40 {
+      var data: [UInt8] = [0x07, 0x03]
+      for k in 0..<3 {
+        let uuid = UInt16(0x2000 + round * 3 + k)
+        data += [UInt8(uuid & 0xFF), UInt8(uuid >> 8)]
+      }
+      last = reports.apply(report(data), filter: all)
+    }
+    guard case .deviceUpdated(let advertisement)? = last else {
+      Issue.record("expected an update, got \(String(describing: last))")
+      return
+    }
+    let cap = AdvertisementReports.maxServiceUUIDs
+    #expect(advertisement.serviceUUIDs.count == cap)
+    #expect(advertisement.serviceUUIDs.first == BluetoothUUID(uuid16: UInt16(0x2000 + 120 - cap)))
+    #expect(advertisement.serviceUUIDs.last == BluetoothUUID(uuid16: 0x2000 + 119))
+  }
+
   @Test func bredrReportsAreIgnored() {
     var reports = AdvertisementReports(maxDevices: 10)
     #expect(reports.apply(report(type: nil, [0x02, 0x01, 0x06]), filter: all) == nil)

@@ -267,6 +267,22 @@ struct GATTBridgeOperationTests {
     #expect(h.bridge.counters.transfers == 1)
   }
 
+  @Test("a text of 1 MiB in 20-byte chunks (the default limit at the smallest MTU) arrives whole")
+  func transferAtTheLimit() throws {
+    var h = readyHarness()
+    let id = H.id(GATTBridge.defaultTransferService, GATTBridge.defaultTransferCharacteristic)
+    let limit = GATTBridge.Configuration().transferMaxBytes
+    let text = (0..<limit).map { UInt8(truncatingIfNeeded: $0 % 251) }
+    // The reassembler appends in place: taken out and put back, each chunk copied the text so
+    // far (1 MiB in 20-byte chunks: 27 GB of copying, 14 s in a debug build; now 0.07 s).
+    for start in stride(from: 0, to: text.count, by: 20) {
+      h.event(.notification(id, Array(text[start..<min(start + 20, text.count)])))
+    }
+    let done = h.event(.notification(id, Array("EOM".utf8)))
+    #expect(done.first?.payload == text)
+    #expect(h.events("transfer_too_long").isEmpty)
+  }
+
   @Test("StartNotify answered InProgress while bluetoothd re-arms it counts as on")
   func notifyInProgressIsOn() throws {
     var h = GATTHarness(.init(policy: ConnectionPolicy(addresses: [H.sensor])))

@@ -24,6 +24,9 @@ struct AdvertisementReports: Sendable {
   /// The most devices kept; beyond it the longest-unheard tenth is forgotten (heard again, a
   /// device appears anew).
   let maxDevices: Int
+  /// The most service UUIDs one device's entry keeps (the latest; a 31-byte advertisement and
+  /// its scan response carry at most 28 16-bit ones).
+  static let maxServiceUUIDs = 64
   private var devices: [BluetoothAddress: Device] = [:]
   private var reports: UInt64 = 0
   /// Devices forgotten to stay within ``maxDevices``.
@@ -82,6 +85,11 @@ struct AdvertisementReports: Sendable {
     for uuid in fields.serviceUUIDs where !device.advertisement.serviceUUIDs.contains(uuid) {
       device.advertisement.serviceUUIDs.append(uuid)
     }
+    // UUIDs add up across reports, but a device that keeps advertising new ones (a fault, or
+    // a transmitter in radio range doing it on purpose) must not grow its entry, its
+    // comparisons and its payload without end: the oldest go.
+    let excess = device.advertisement.serviceUUIDs.count - Self.maxServiceUUIDs
+    if excess > 0 { device.advertisement.serviceUUIDs.removeFirst(excess) }
     let passes = Self.passes(device.advertisement, filter)
     let first = passes && !device.announced
     if passes { device.announced = true }
