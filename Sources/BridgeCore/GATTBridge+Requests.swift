@@ -258,6 +258,16 @@ extension GATTBridge {
     if linkByID[path.device] == nil, let address = address(named: path.device.rawValue) {
       wanted.device = name(of: address)
     }
+    // Wishes are kept for devices not seen yet, so anyone who may publish under the base topic
+    // could grow them without end: a new one past the bound is refused (a known one changes).
+    guard notifyWanted[wanted] != nil || notifyWanted.count < Self.maxNotifyWishes else {
+      return result(
+        path, op: "notify", transaction: nil, reply: reply,
+        Failure(
+          "busy",
+          "\(notifyWanted.count) notification wishes are kept already (at most "
+            + "\(Self.maxNotifyWishes)); this one for a characteristic without one is refused"))
+    }
     notifyWanted[wanted] = enabled
     guard let address = linkByID[wanted.device], let link = links[address], link.state == .ready
     else {

@@ -172,8 +172,11 @@ public struct GATTBridge: Sendable {
   /// Addresses seen recently, in two generations so the memory stays bounded.
   var seen: Set<BluetoothAddress> = []
   var seenBefore: Set<BluetoothAddress> = []
-  /// The desired notification state from `/notify` messages.
+  /// The desired notification state from `/notify` messages (at most ``maxNotifyWishes``).
   var notifyWanted: [CharacteristicPath: Bool] = [:]
+  /// The most `/notify` wishes kept, for devices connected or not (the retained `/notify`
+  /// messages of a whole fleet's devices fit many times over).
+  public static let maxNotifyWishes = 4096
   var queues: [GATTCharacteristicID: [Pending]] = [:]
   var running: [UInt64: Pending] = [:]
   var active: Set<GATTCharacteristicID> = []

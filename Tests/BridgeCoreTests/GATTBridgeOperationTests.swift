@@ -283,6 +283,24 @@ struct GATTBridgeOperationTests {
     #expect(h.events("transfer_too_long").isEmpty)
   }
 
+  @Test("`/notify` wishes are bounded: a new one past the bound is refused busy, known ones change")
+  func notifyWishesAreBounded() throws {
+    var h = GATTHarness(.init(policy: ConnectionPolicy(addresses: [H.sensor])))
+    func path(_ n: Int) throws -> CharacteristicPath {
+      CharacteristicPath(
+        device: try DeviceID(friendlyName: "dev\(n)"), service: H.heartRate,
+        characteristic: H.heartRateMeasurement)
+    }
+    for n in 0..<GATTBridge.maxNotifyWishes {
+      #expect(h.send(.notify(try path(n)), "on").first?.json?["status"] == "pending")
+    }
+    let refused = h.send(.notify(try path(GATTBridge.maxNotifyWishes)), "on")
+    #expect(refused.first?.json?["status"] == "error")
+    #expect(refused.first?.json?["error"] == "busy")
+    // A wish already kept still changes.
+    #expect(h.send(.notify(try path(7)), "off").first?.json?["status"] == "pending")
+  }
+
   @Test("StartNotify answered InProgress while bluetoothd re-arms it counts as on")
   func notifyInProgressIsOn() throws {
     var h = GATTHarness(.init(policy: ConnectionPolicy(addresses: [H.sensor])))

@@ -330,6 +330,9 @@ public struct OwnershipArbiter: Sendable {
       peer = Peer(online: state == "online", instance: object["instance"]?.stringValue)
     }
     let ours = gateway == self.gateway
+    // Anyone who may publish under the base topic can name gateways without end: past the
+    // bound, the state of a gateway not known yet is ignored unless room is made.
+    if !ours, peers[gateway] == nil, peer != nil, !makeRoomForPeer() { return [] }
     // Our own last will, handed back when we reconnect (we subscribe before publishing
     // `online` again): not a reason to drop our devices; our `online` follows.
     if ours, let peer, !peer.online, peer.instance == instance { return [] }
@@ -355,6 +358,21 @@ public struct OwnershipArbiter: Sendable {
     var outputs = changePeer(gateway, to: peer, now: now)
     if resuming { outputs += ownedDevices.map { .resumed($0) } }
     return outputs
+  }
+
+  /// The most other gateways whose state is kept (a fleet's many times over).
+  public static let maxPeers = 1024
+
+  /// Makes room for the state of a gateway not known yet, past ``maxPeers``, by forgetting the
+  /// offline gateways no claim names (to the rule an offline gateway and an unknown one are
+  /// the same).
+  ///
+  /// - Returns: Whether there is room.
+  mutating func makeRoomForPeer() -> Bool {
+    guard peers.count >= Self.maxPeers else { return true }
+    let named = Set(devices.values.compactMap { $0.claim?.gateway })
+    peers = peers.filter { $0.value.online || named.contains($0.key) }
+    return peers.count < Self.maxPeers
   }
 
   /// Records a gateway's state and settles every claim whose validity it changes.
