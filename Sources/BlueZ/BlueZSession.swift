@@ -89,6 +89,10 @@ public actor BlueZSession {
   /// Signals held back while a snapshot is being taken.
   private var pending: [DBusSignal]?
   private var pendingOverflow = false
+  /// The serial bluetoothd gave the last snapshot's reply: its signals numbered lower were
+  /// sent before it, and what they said is in the snapshot (a signal the session handles late,
+  /// from a backlog, must not undo it).
+  private var snapshotSerial: UInt32?
   /// The connection's count of dropped signals when last looked at.
   private var droppedSeen = 0
   /// Asks the running session for a new snapshot (see ``handle(_:)``).
@@ -184,6 +188,7 @@ public actor BlueZSession {
   private func runSession(_ connection: DBusConnection) async {
     self.connection = connection
     droppedSeen = 0
+    snapshotSerial = nil
     let (requests, request) = AsyncStream.makeStream(
       of: Void.self, bufferingPolicy: .bufferingNewest(1))
     resyncRequest = request
@@ -238,6 +243,7 @@ public actor BlueZSession {
     owner = newOwner
     synced = false
     pending = nil
+    snapshotSerial = nil  // another process numbers its messages afresh
     await broadcast(.ownerChanged(newOwner))
     await resync()
   }
@@ -258,7 +264,7 @@ public actor BlueZSession {
       // Signals dropped before now are covered by this snapshot.
       droppedSeen = connection.statistics.signalsDropped
       do {
-        let reply = try await connection.call(
+        let (reply, serial) = try await connection.orderedCall(
           destination: target, path: .root, interface: BlueZNames.objectManager,
           member: "GetManagedObjects", timeout: configuration.callTimeout)
         counters.withLock { $0.snapshots += 1 }
@@ -268,9 +274,10 @@ public actor BlueZSession {
         }
         guard owner == target else { continue }
         synced = true
+        snapshotSerial = serial
         let held = pending ?? []
         pending = nil
-        let replayed = held.filter { $0.sender == target }
+        let replayed = held.filter { $0.sender == target && isNewerThanSnapshot($0) }
         if !replayed.isEmpty { await broadcast(.signals(replayed)) }
         if pendingOverflow {
           logger.warning("too many BlueZ signals during the snapshot; taking another")
@@ -311,7 +318,8 @@ public actor BlueZSession {
     }
     guard let owner else { return }
     let current =
-      batch.allSatisfy { $0.sender == owner } ? batch : batch.filter { $0.sender == owner }
+      batch.allSatisfy { $0.sender == owner && isNewerThanSnapshot($0) }
+      ? batch : batch.filter { $0.sender == owner && isNewerThanSnapshot($0) }
     guard !current.isEmpty else { return }
     if pending != nil {
       let room = configuration.signalBufferSize - pending!.count
@@ -321,6 +329,13 @@ public actor BlueZSession {
     }
     guard synced else { return }
     await broadcast(.signals(current))
+  }
+
+  /// Whether a signal of the current owner was sent after the last snapshot's reply (a signal
+  /// without a serial, made here, counts as newer).
+  private func isNewerThanSnapshot(_ signal: DBusSignal) -> Bool {
+    guard let snapshotSerial, signal.serial != 0 else { return true }
+    return DBusSerial.isAfter(signal.serial, snapshotSerial)
   }
 
   /// Hands an event to every client in registration order (signals only to those that want

@@ -121,6 +121,31 @@ public final class DBusConnection: Sendable {
     destination: String?, path: DBusObjectPath, interface: String?, member: String,
     arguments: [DBusValue] = [], timeout: Duration = .seconds(25)
   ) async throws(DBusError) -> [DBusValue] {
+    try await orderedCall(
+      destination: destination, path: path, interface: interface, member: member,
+      arguments: arguments, timeout: timeout
+    ).values
+  }
+
+  /// Calls a method as ``call(destination:path:interface:member:arguments:timeout:)`` does,
+  /// and also returns the serial the peer gave its reply: a peer's signals with a lower serial
+  /// (``DBusSignal/serial``, ``DBusSerial/isAfter(_:_:)``) were sent before the reply, so what
+  /// they said is already in it (a snapshot such as `GetManagedObjects`).
+  ///
+  /// - Parameters:
+  ///   - destination: the bus name of the peer; nil for a peer-to-peer call.
+  ///   - path: the object path.
+  ///   - interface: the interface of the method; nil lets the peer pick.
+  ///   - member: the method name.
+  ///   - arguments: the arguments.
+  ///   - timeout: how long to wait for the reply.
+  /// - Returns: The reply's values and its serial.
+  /// - Throws: ``DBusError`` as ``call(destination:path:interface:member:arguments:timeout:)``
+  ///   throws it.
+  public func orderedCall(
+    destination: String?, path: DBusObjectPath, interface: String?, member: String,
+    arguments: [DBusValue] = [], timeout: Duration = .seconds(25)
+  ) async throws(DBusError) -> (values: [DBusValue], serial: UInt32) {
     if let destination, !NameRules.isValidBusName(destination) {
       throw DBusError(.invalidArgument, "invalid destination '\(destination)'")
     }
@@ -139,7 +164,7 @@ public final class DBusConnection: Sendable {
     let core = self.core
     let started = ContinuousClock.now
     let result = await withTaskCancellationHandler {
-      await withCheckedContinuation { (waiter: ResultWaiter<[DBusValue]>) in
+      await withCheckedContinuation { (waiter: ResultWaiter<CallReply>) in
         if Task.isCancelled {
           waiter.resume(returning: .failure(DBusError(.cancelled, "the call was cancelled")))
         } else {
@@ -158,7 +183,8 @@ public final class DBusConnection: Sendable {
           seconds: elapsed,
           succeeded: succeeded))
     }
-    return try result.get()
+    let reply = try result.get()
+    return (reply.arguments, reply.serial)
   }
 
   // MARK: signals

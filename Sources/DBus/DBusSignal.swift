@@ -1,4 +1,7 @@
 /// A signal received from the bus.
+///
+/// Two signals are equal when their header fields and arguments are: ``serial`` says when it
+/// was sent, not what it is, and is left out.
 public struct DBusSignal: Sendable, Equatable {
   /// The unique name of the sender (e.g. `:1.7`), or `org.freedesktop.DBus` for the bus itself.
   public var sender: String
@@ -12,6 +15,11 @@ public struct DBusSignal: Sendable, Equatable {
   public var destination: String?
   /// The arguments.
   public var arguments: [DBusValue]
+  /// The sender's serial of the message (0 for a signal made here): each connection numbers
+  /// the messages it sends in order, so a signal and a reply of one sender can be ordered
+  /// (``DBusConnection/orderedCall(destination:path:interface:member:arguments:timeout:)``;
+  /// ``DBusSerial/isAfter(_:_:)``).
+  public var serial: UInt32 = 0
 
   /// Creates a signal value (for tests and for routing).
   ///
@@ -32,5 +40,26 @@ public struct DBusSignal: Sendable, Equatable {
     self.member = member
     self.destination = destination
     self.arguments = arguments
+  }
+
+  /// Equal header fields and arguments (``serial`` left out).
+  public static func == (lhs: DBusSignal, rhs: DBusSignal) -> Bool {
+    lhs.sender == rhs.sender && lhs.path == rhs.path && lhs.interface == rhs.interface
+      && lhs.member == rhs.member && lhs.destination == rhs.destination
+      && lhs.arguments == rhs.arguments
+  }
+}
+
+/// Orders the serials one D-Bus connection gives the messages it sends.
+public enum DBusSerial {
+  /// Whether the message numbered `serial` was sent after the one numbered `other` by the
+  /// same connection (serials wrap around at 2³², so the nearer way round decides).
+  ///
+  /// - Parameters:
+  ///   - serial: A message's serial.
+  ///   - other: Another's, from the same sender.
+  /// - Returns: `true` when `serial` comes later.
+  public static func isAfter(_ serial: UInt32, _ other: UInt32) -> Bool {
+    Int32(bitPattern: serial &- other) > 0
   }
 }

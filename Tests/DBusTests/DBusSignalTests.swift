@@ -26,6 +26,45 @@ func next<S: AsyncSequence & Sendable>(
   .enabled(if: PrivateBus.isAvailable, "dbus-daemon is not installed (apt-get install dbus)"),
   .timeLimit(.minutes(1)))
 struct DBusSignalTests {
+  @Test(
+    "a peer's signals and replies are numbered in the order it sent them: a snapshot's reply sorts what came before it from what came after"
+  )
+  func serialsOrderSignalsAgainstAReply() async throws {
+    try await PrivateBus.with { bus in
+      let server = try await bus.connect()
+      try await server.export(TestService.object(), at: TestService.path)
+      let client = try await bus.connect()
+      let signals = try await client.signals(
+        matching: DBusMatchRule(interface: "com.example.Order"))
+      var received = signals.makeAsyncIterator()
+      try await server.emitSignal(path: "/o", interface: "com.example.Order", member: "Before")
+      let (values, replySerial) = try await client.orderedCall(
+        destination: server.uniqueName, path: TestService.path,
+        interface: TestService.interface, member: "Echo", arguments: [.variant(.string("x"))])
+      try await server.emitSignal(path: "/o", interface: "com.example.Order", member: "After")
+      #expect(values == [.variant(.string("x"))])
+      let before = try #require(await received.next())
+      let after = try #require(await received.next())
+      #expect(before.member == "Before" && after.member == "After")
+      #expect(before.serial != 0 && replySerial != 0)
+      #expect(DBusSerial.isAfter(replySerial, before.serial))
+      #expect(DBusSerial.isAfter(after.serial, replySerial))
+      // Equality leaves the serial out.
+      var copy = before
+      copy.serial = before.serial &+ 1
+      #expect(copy == before)
+    }
+  }
+
+  @Test("serials wrap around: the nearer way round decides")
+  func serialsWrapAround() {
+    #expect(DBusSerial.isAfter(2, 1))
+    #expect(!DBusSerial.isAfter(1, 2))
+    #expect(!DBusSerial.isAfter(5, 5))
+    #expect(DBusSerial.isAfter(3, UInt32.max - 2))
+    #expect(!DBusSerial.isAfter(UInt32.max - 2, 3))
+  }
+
   @Test("a subscription receives only the signals its rule matches")
   func ruleFiltersSignals() async throws {
     try await PrivateBus.with { bus in

@@ -23,7 +23,7 @@ struct OutgoingSignal: Sendable {
 
 /// Requests from any thread to the bus thread.
 enum BusCommand: Sendable {
-  case call(token: UInt64, OutgoingCall, timeoutMilliseconds: Int32, ResultWaiter<[DBusValue]>)
+  case call(token: UInt64, OutgoingCall, timeoutMilliseconds: Int32, ResultWaiter<CallReply>)
   case cancelCall(token: UInt64)
   case emit(OutgoingSignal, ResultWaiter<Void>?)
   case subscribe(id: UInt64, DBusMatchRule, SignalSink)
@@ -67,4 +67,10 @@ enum SignalSink: Sendable {
     case .batches(let queue): queue.finish()
     }
   }
+}
+
+/// A method call's reply: its values, and the serial its sender gave it.
+struct CallReply: Sendable {
+  var arguments: [DBusValue]
+  var serial: UInt32
 }

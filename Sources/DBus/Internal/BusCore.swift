@@ -36,7 +36,7 @@ final class BusCore: @unchecked Sendable {
 
   struct PendingCall {
     var pending: OpaquePointer
-    var waiter: ResultWaiter<[DBusValue]>
+    var waiter: ResultWaiter<CallReply>
   }
 
   struct Subscription {
@@ -357,13 +357,13 @@ final class BusCore: @unchecked Sendable {
   private func completePendingCalls() {
     for (token, call) in pendingCalls where dbus_pending_call_get_completed(call.pending) != 0 {
       pendingCalls[token] = nil
-      let result: Result<[DBusValue], DBusError>
+      let result: Result<CallReply, DBusError>
       if let raw = dbus_pending_call_steal_reply(call.pending) {
         let reply = MessagePointer(owning: raw).read()
         if let error = reply.error {
           result = .failure(error)
         } else {
-          result = .success(reply.arguments)
+          result = .success(CallReply(arguments: reply.arguments, serial: reply.serial))
         }
       } else {
         result = .failure(DBusError(.disconnected, "no reply"))

@@ -13,13 +13,17 @@ struct IncomingMessage: Sendable {
   var errorName: String?
   var noReplyExpected: Bool
   var arguments: [DBusValue]
+  /// The sender's serial of the message (``DBusSignal/serial``).
+  var serial: UInt32 = 0
 
   /// The signal this message is, for signals with a path, interface and member.
   var signal: DBusSignal? {
     guard kind == .signal, let path, let interface, let member else { return nil }
-    return DBusSignal(
+    var signal = DBusSignal(
       sender: sender, path: path, interface: interface, member: member,
       destination: destination, arguments: arguments)
+    signal.serial = serial
+    return signal
   }
 
   /// The error this message carries (name + first string argument), for error replies.
@@ -130,6 +134,6 @@ final class MessagePointer {
       member: text(dbus_message_get_member(raw)),
       errorName: text(dbus_message_get_error_name(raw)),
       noReplyExpected: dbus_message_get_no_reply(raw) != 0,
-      arguments: arguments)
+      arguments: arguments, serial: dbus_message_get_serial(raw))
   }
 }
