@@ -160,6 +160,18 @@ extension CentralBridge {
         var data = eventData(address)
         data["problem"] = .string(problem)
         outputs.append(.discovery(event("ownership_claim_invalid", data)))
+      case .peersFull(let ignored, let known):
+        let message =
+          "\(known) gateways are known on this broker (at most \(OwnershipArbiter.maxPeers)): "
+          + "the state of '\(ignored.rawValue)' and of other new ones is ignored until one goes"
+        outputs.append(
+          .discovery(
+            event(
+              "fleet_peers_full",
+              [
+                "gateway": .string(ignored.rawValue), "known": .integer(Int64(known)),
+                "message": .string(message),
+              ])))
       case .resumed(let address):
         // Only for devices still ours (the others' new owners' state must stand), before
         // their state is published again.

@@ -186,9 +186,9 @@ struct AdvertisementReportsTests {
   @Test func aDeviceThatKeepsAdvertisingNewUUIDsKeepsOnlyTheLatest() {
     var reports = AdvertisementReports(maxDevices: 10)
     var last: CentralEvent?
-    // 40 reports of three new 16-bit UUIDs each: 120 in all.
+    // 40 reports of the Battery service and three new 16-bit UUIDs each: 121 in all.
     for round in 0..<40 {
-      var data: [UInt8] = [0x07, 0x03]
+      var data: [UInt8] = [0x09, 0x03, 0x0F, 0x18]
       for k in 0..<3 {
         let uuid = UInt16(0x2000 + round * 3 + k)
         data += [UInt8(uuid & 0xFF), UInt8(uuid >> 8)]
@@ -201,8 +201,15 @@ struct AdvertisementReportsTests {
     }
     let cap = AdvertisementReports.maxServiceUUIDs
     #expect(advertisement.serviceUUIDs.count == cap)
-    #expect(advertisement.serviceUUIDs.first == BluetoothUUID(uuid16: UInt16(0x2000 + 120 - cap)))
+    // The one in every report stays (first seen, but advertised now); the others are the
+    // latest.
+    #expect(advertisement.serviceUUIDs.first == BluetoothUUID(uuid16: 0x180F))
+    #expect(advertisement.serviceUUIDs[1] == BluetoothUUID(uuid16: UInt16(0x2000 + 120 - cap + 1)))
     #expect(advertisement.serviceUUIDs.last == BluetoothUUID(uuid16: 0x2000 + 119))
+    // Matched by it, the device passes a filter on it after every report.
+    let battery = DiscoveryFilter(serviceUUIDs: [BluetoothUUID(uuid16: 0x180F)])
+    let again = [0x09, 0x03, 0x0F, 0x18, 0x00, 0x30, 0x01, 0x30, 0x02, 0x30] as [UInt8]
+    #expect(reports.apply(report(again), filter: battery) != nil)
   }
 
   @Test func bredrReportsAreIgnored() {

@@ -127,7 +127,7 @@ struct OwnershipFleet {
       case .gained(let address, _, _): members[index].gained[address, default: 0] += 1
       case .lost(let address, _, _): members[index].lost[address, default: 0] += 1
       case .invalidClaim: invalidClaims += 1
-      case .resumed: break
+      case .resumed, .peersFull: break
       }
     }
   }

@@ -8,7 +8,9 @@ import BridgeCore
 /// A report carries what one advertisement (with its scan response) said; the device's state
 /// follows bluetoothd's rules for `DuplicateData` discovery, so that both scan methods publish
 /// the same thing: manufacturer and service data are replaced by a report that carries any (a
-/// scan response without them leaves them), service UUIDs accumulate, a complete name replaces
+/// scan response without them leaves them), service UUIDs accumulate (up to
+/// ``maxServiceUUIDs``: past it the first seen of those the last report did not carry go, where
+/// bluetoothd keeps them all), a complete name replaces
 /// a shortened one and is not replaced by one, the transmit power stays until another is
 /// advertised; the RSSI is each report's. BR/EDR reports are ignored.
 struct AdvertisementReports: Sendable {
@@ -87,9 +89,16 @@ struct AdvertisementReports: Sendable {
     }
     // UUIDs add up across reports, but a device that keeps advertising new ones (a fault, or
     // a transmitter in radio range doing it on purpose) must not grow its entry, its
-    // comparisons and its payload without end: the oldest go.
-    let excess = device.advertisement.serviceUUIDs.count - Self.maxServiceUUIDs
-    if excess > 0 { device.advertisement.serviceUUIDs.removeFirst(excess) }
+    // comparisons and its payload without end: the first seen of those this report does not
+    // carry go (what the device advertises now stays, for the filter and connection policy).
+    var excess = device.advertisement.serviceUUIDs.count - Self.maxServiceUUIDs
+    if excess > 0 {
+      device.advertisement.serviceUUIDs.removeAll { uuid in
+        guard excess > 0, !fields.serviceUUIDs.contains(uuid) else { return false }
+        excess -= 1
+        return true
+      }
+    }
     let passes = Self.passes(device.advertisement, filter)
     let first = passes && !device.announced
     if passes { device.announced = true }

@@ -109,6 +109,9 @@ public struct OwnershipArbiter: Sendable {
     /// The broker has this gateway back after an outage and it still owns the device: publish
     /// the device's retained state again (nothing device-level went out meanwhile).
     case resumed(BluetoothAddress)
+    /// The state of a gateway not known yet was ignored: ``maxPeers`` are known and none could
+    /// be forgotten (reported once until there is room again).
+    case peersFull(ignored: GatewayID, known: Int)
   }
 
   struct Peer: Sendable, Hashable {
@@ -332,7 +335,10 @@ public struct OwnershipArbiter: Sendable {
     let ours = gateway == self.gateway
     // Anyone who may publish under the base topic can name gateways without end: past the
     // bound, the state of a gateway not known yet is ignored unless room is made.
-    if !ours, peers[gateway] == nil, peer != nil, !makeRoomForPeer() { return [] }
+    if !ours, peers[gateway] == nil, peer != nil, !makeRoomForPeer() {
+      defer { peersFullReported = true }
+      return peersFullReported ? [] : [.peersFull(ignored: gateway, known: peers.count)]
+    }
     // Our own last will, handed back when we reconnect (we subscribe before publishing
     // `online` again): not a reason to drop our devices; our `online` follows.
     if ours, let peer, !peer.online, peer.instance == instance { return [] }
@@ -360,8 +366,10 @@ public struct OwnershipArbiter: Sendable {
     return outputs
   }
 
-  /// The most other gateways whose state is kept (a fleet's many times over).
+  /// The most gateways whose state is kept, this one included (a fleet's many times over).
   public static let maxPeers = 1024
+  /// A ``Output/peersFull(ignored:known:)`` went out and there has been no room since.
+  var peersFullReported = false
 
   /// Makes room for the state of a gateway not known yet, past ``maxPeers``, by forgetting the
   /// offline gateways no claim names (to the rule an offline gateway and an unknown one are
@@ -372,6 +380,7 @@ public struct OwnershipArbiter: Sendable {
     guard peers.count >= Self.maxPeers else { return true }
     let named = Set(devices.values.compactMap { $0.claim?.gateway })
     peers = peers.filter { $0.value.online || named.contains($0.key) }
+    if peers.count < Self.maxPeers { peersFullReported = false }
     return peers.count < Self.maxPeers
   }
 
