@@ -328,14 +328,31 @@ public actor BlueZSession {
       return
     }
     guard synced else { return }
+    // One sender's signals arrive in order: after one newer than the snapshot, no older one
+    // can come, and the serial, kept, would turn "older" again after 2³¹ more messages.
+    if let serial = snapshotSerial,
+      current.contains(where: { $0.serial != 0 && DBusSerial.isAfter($0.serial, serial) })
+    {
+      snapshotSerial = nil
+    }
     await broadcast(.signals(current))
   }
 
-  /// Whether a signal of the current owner was sent after the last snapshot's reply (a signal
-  /// without a serial, made here, counts as newer).
+  /// Whether a signal of the current owner is handed on: one sent after the last snapshot's
+  /// reply (a signal without a serial, made here, counts as newer), or a characteristic's
+  /// `Value` however old (a notification is an event, which the snapshot does not hold).
   private func isNewerThanSnapshot(_ signal: DBusSignal) -> Bool {
     guard let snapshotSerial, signal.serial != 0 else { return true }
-    return DBusSerial.isAfter(signal.serial, snapshotSerial)
+    return DBusSerial.isAfter(signal.serial, snapshotSerial) || Self.carriesValue(signal)
+  }
+
+  /// A `PropertiesChanged` of a GATT characteristic that carries its `Value` (a notification
+  /// through `StartNotify`).
+  private static func carriesValue(_ signal: DBusSignal) -> Bool {
+    guard signal.member == "PropertiesChanged", signal.interface == BlueZNames.properties,
+      signal.arguments.count >= 2, signal.arguments[0] == .string(BlueZNames.gattCharacteristic)
+    else { return false }
+    return signal.arguments[1].propertyMap?["Value"] != nil
   }
 
   /// Hands an event to every client in registration order (signals only to those that want

@@ -63,6 +63,10 @@ struct DBusSignalTests {
     #expect(!DBusSerial.isAfter(5, 5))
     #expect(DBusSerial.isAfter(3, UInt32.max - 2))
     #expect(!DBusSerial.isAfter(UInt32.max - 2, 3))
+    // Half the range apart is the limit: further than that reads as before.
+    let x: UInt32 = 1_000
+    #expect(DBusSerial.isAfter(x &+ 0x7FFF_FFFF, x))
+    #expect(!DBusSerial.isAfter(x &+ 0x8000_0000, x))
   }
 
   @Test("a subscription receives only the signals its rule matches")
