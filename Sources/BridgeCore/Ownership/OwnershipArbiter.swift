@@ -336,8 +336,9 @@ public struct OwnershipArbiter: Sendable {
     // Anyone who may publish under the base topic can name gateways without end: past the
     // bound, the state of a gateway not known yet is ignored unless room is made.
     if !ours, peers[gateway] == nil, peer != nil, !makeRoomForPeer() {
-      defer { peersFullReported = true }
-      return peersFullReported ? [] : [.peersFull(ignored: gateway, known: peers.count)]
+      let first = !peersFullReported
+      peersFullReported = true
+      return first ? [.peersFull(ignored: gateway, known: peers.count)] : []
     }
     // Our own last will, handed back when we reconnect (we subscribe before publishing
     // `online` again): not a reason to drop our devices; our `online` follows.
