@@ -288,6 +288,19 @@ class Proc:
         assert self.proc and self.proc.stdin, f"{self.name} takes no commands"
         self.proc.stdin.write((json.dumps({"cmd": cmd, **fields}) + "\n").encode())
 
+    async def wait_log(self, text: str, timeout: float = 10) -> str:
+        """The log once it holds `text`. A process writes its log itself, and a line can land a
+        moment after what the scenario waited for (an MQTT message sent from another thread), so
+        a check of the log polls instead of reading it once. Raises LabError on timeout."""
+        deadline = time.monotonic() + scaled(timeout)
+        while True:
+            log = self.log_path.read_text(errors="replace")
+            if text in log:
+                return log
+            if time.monotonic() > deadline:
+                raise LabError(f"no '{text}' in {self.log_path.name} after {timeout:.0f} s")
+            await asyncio.sleep(0.2)
+
     # -- end ------------------------------------------------------------------------------------
     async def stop(self, timeout: float = 10, sig: int = signal.SIGTERM) -> int | None:
         """Ask nicely (close stdin / signal), then kill the whole process group."""

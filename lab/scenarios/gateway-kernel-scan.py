@@ -45,8 +45,7 @@ bluetooth:
         "gatt2mqtt/bridge/lab/adapters",
         where=lambda m: any(a.get("id") == lab.adapter and a.get("discovering") for a in m.json()),
         timeout=90)
-    log = (lab.dir / "gateway.log").read_text(errors="replace")
-    lab.check("discovery started through the kernel" in log, "no 'discovery started through the kernel' in the log")
+    log = await gateway.wait_log("discovery started through the kernel")
     lab.check("scanning through bluetoothd instead" not in log, "the gateway fell back to bluetoothd as root")
 
     # C2: every new advertisement of the beacon is published, across the kernel's discovery
@@ -83,9 +82,7 @@ bluetooth:
                  json.dumps({"device": sensor.address, "transaction": "c"}))
     await mqtt.expect(f"gatt2mqtt/{dev}/connection", after=mark,
                       where=lambda m: m.json().get("state") == "ready", timeout=180)
-    log = (lab.dir / "gateway.log").read_text(errors="replace")
-    lab.check("discovering through bluetoothd to learn a device" in log,
-              "the connection did not go through bluetoothd's discovery")
+    await gateway.wait_log("discovering through bluetoothd to learn a device")
     mark = mqtt.mark()
     await mqtt.expect(f"gatt2mqtt/{bdev}/advertisement", after=mark, where=lambda m: beacon_counter(m) is not None,
                       timeout=60)
