@@ -342,8 +342,14 @@ public actor BlueZSession {
   /// reply (a signal without a serial, made here, counts as newer), or a characteristic's
   /// `Value` however old (a notification is an event, which the snapshot does not hold).
   private func isNewerThanSnapshot(_ signal: DBusSignal) -> Bool {
+    Self.isHandedOn(signal, snapshotSerial: snapshotSerial)
+  }
+
+  /// The rule of ``isNewerThanSnapshot(_:)`` for a snapshot whose reply had serial
+  /// `snapshotSerial` (nil: no snapshot to compare with, every signal is handed on).
+  static func isHandedOn(_ signal: DBusSignal, snapshotSerial: UInt32?) -> Bool {
     guard let snapshotSerial, signal.serial != 0 else { return true }
-    return DBusSerial.isAfter(signal.serial, snapshotSerial) || Self.carriesValue(signal)
+    return DBusSerial.isAfter(signal.serial, snapshotSerial) || carriesValue(signal)
   }
 
   /// A `PropertiesChanged` of a GATT characteristic that carries its `Value` (a notification
