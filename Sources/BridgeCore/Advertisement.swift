@@ -117,13 +117,15 @@ public struct Advertisement: Sendable, Hashable {
     var writer = JSONWriter()
     writer.beginObject()
     writer.key("id")
-    writer.string(address.description)
+    writer.address(address)
     writer.key("addr_type")
     writer.string(addressType.rawValue)
     if let name {
       writer.key("name")
-      writer.string(String(decoding: name, as: UTF8.self))
-      if UTF8Rules.firstInvalidOffset(name) != nil {
+      if UTF8Rules.firstInvalidOffset(name) == nil {
+        writer.utf8String(name)
+      } else {
+        writer.string(String(decoding: name, as: UTF8.self))
         writer.key("name_hex")
         writer.hexString(name)
       }
@@ -149,7 +151,7 @@ public struct Advertisement: Sendable, Hashable {
       writer.key("servicedata")
       writer.beginObject()
       for uuid in serviceData.keys.sorted() {
-        writer.key(uuid.shortForm)
+        writer.dynamicKey(uuid.shortForm)
         writer.hexString(serviceData[uuid] ?? [])
       }
       writer.endObject()

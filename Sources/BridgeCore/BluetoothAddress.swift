@@ -111,6 +111,16 @@ public struct BluetoothAddress: Sendable, Hashable, Comparable, CustomStringConv
     }
   }
 
+  /// Appends the canonical form's 17 bytes (``description`` without making a string).
+  func appendCanonical(to bytes: inout [UInt8]) {
+    for index in 0..<6 {
+      let byte = UInt8(truncatingIfNeeded: value >> UInt64(40 - 8 * index))
+      if index > 0 { bytes.append(UInt8(ascii: ":")) }
+      bytes.append(Self.upperDigit(byte >> 4))
+      bytes.append(Self.upperDigit(byte & 0x0F))
+    }
+  }
+
   private static func upperDigit(_ nibble: UInt8) -> UInt8 {
     nibble < 10 ? 0x30 + nibble : 0x37 + nibble
   }

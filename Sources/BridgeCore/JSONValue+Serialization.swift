@@ -62,11 +62,18 @@ extension JSONValue {
   }
 
   /// Appends `string` as a JSON string literal, escaped as ``serialized()`` says.
+  /// Whether a byte of UTF-8 text is copied as it is: not a control character, quote,
+  /// backslash or DEL, nor the lead byte 0xE2 of U+2028 and U+2029 (escaped, with the
+  /// other characters it leads, by the slower path).
+  @inline(__always)
+  static func needsNoEscape(_ byte: UInt8) -> Bool {
+    byte >= 0x20 && byte != 0x22 && byte != 0x5C && byte != 0x7F && byte != 0xE2
+  }
+
   static func appendString(_ string: String, to out: inout [UInt8]) {
     out.append(UInt8(ascii: "\""))
     // Most strings need no escape: copy their UTF-8 at once.
-    if string.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C && $0 != 0x7F && $0 != 0xE2 }
-    ) {
+    if string.utf8.allSatisfy(needsNoEscape) {
       out.append(contentsOf: string.utf8)
       out.append(UInt8(ascii: "\""))
       return

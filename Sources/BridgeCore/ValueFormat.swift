@@ -86,13 +86,13 @@ public enum ValueFormat: String, CaseIterable, Sendable {
     func ours(_ key: String) -> Bool {
       switch key {
       case "hex":
-        writer.key(key)
+        writer.dynamicKey(key)
         writer.string(Hex.encode(bytes))
       case "ts":
-        writer.key(key)
+        writer.dynamicKey(key)
         writer.integer(timestamp)
       case "gw":
-        writer.key(key)
+        writer.dynamicKey(key)
         writer.string(gateway.rawValue)
       default: return false
       }
@@ -101,7 +101,7 @@ public enum ValueFormat: String, CaseIterable, Sendable {
     writer.beginObject()
     for (key, value) in decoded {
       if !ours(key) {
-        writer.key(key)
+        writer.dynamicKey(key)
         writer.value(value)
       }
     }

@@ -121,7 +121,7 @@ peripheral:
     health = await health_check(mqtt, "denied")
     lab.check(health.get("healthy") is False
               and any("denies user" in r for r in health.get("reasons", [])), f"health: {health}")
-    log = gateway.log_path.read_text(errors="replace")
+    log = await gateway.wait_log(f"denies user {USER} access to bluetoothd")
     lab.check(re.search(rf"error.*denies user {USER} access to bluetoothd", log) is not None,
               "no AccessDenied error in the gateway's log")
     lab.check(gateway.running, "the gateway stopped")

@@ -49,7 +49,7 @@ public struct DecodedAdvertisement: Sendable, Hashable {
   func write(to writer: inout JSONWriter) {
     writer.beginObject()
     for (name, value) in fields {
-      writer.key(name)
+      writer.dynamicKey(name)
       writer.value(value)
     }
     writer.key("formats")

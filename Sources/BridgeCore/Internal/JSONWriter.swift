@@ -17,8 +17,17 @@ struct JSONWriter {
   mutating func beginArray() { open(UInt8(ascii: "[")) }
   mutating func endArray() { close(UInt8(ascii: "]")) }
 
-  /// A member name.
-  mutating func key(_ name: String) {
+  /// A member name written in the code: copied as it is (such names need no escape).
+  mutating func key(_ name: StaticString) {
+    separate()
+    bytes.append(UInt8(ascii: "\""))
+    name.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    bytes.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+    needsComma = false
+  }
+
+  /// A member name made at run time (escaped as needed).
+  mutating func dynamicKey(_ name: String) {
     separate()
     JSONValue.appendString(name, to: &bytes)
     bytes.append(UInt8(ascii: ":"))
@@ -42,6 +51,29 @@ struct JSONWriter {
     needsComma = true
   }
 
+  /// A string of valid UTF-8 bytes (``UTF8Rules/firstInvalidOffset(_:)`` is nil for them),
+  /// escaped as ``JSONValue/appendString(_:to:)`` escapes the same text.
+  mutating func utf8String(_ value: [UInt8]) {
+    separate()
+    if value.allSatisfy(JSONValue.needsNoEscape) {
+      bytes.append(UInt8(ascii: "\""))
+      bytes.append(contentsOf: value)
+      bytes.append(UInt8(ascii: "\""))
+    } else {
+      JSONValue.appendString(String(decoding: value, as: UTF8.self), to: &bytes)
+    }
+    needsComma = true
+  }
+
+  /// A Bluetooth address in its canonical form (``BluetoothAddress/description``).
+  mutating func address(_ address: BluetoothAddress) {
+    separate()
+    bytes.append(UInt8(ascii: "\""))
+    address.appendCanonical(to: &bytes)
+    bytes.append(UInt8(ascii: "\""))
+    needsComma = true
+  }
+
   /// A string of the lower-case hex digits of `value`.
   mutating func hexString(_ value: [UInt8]) {
     separate()
@@ -57,8 +89,15 @@ struct JSONWriter {
 
   mutating func integer(_ value: Int64) {
     separate()
-    // (a String of at most 20 ASCII characters is stored inline: no allocation)
-    bytes.append(contentsOf: String(value).utf8)
+    if value < 0 { bytes.append(UInt8(ascii: "-")) }
+    // The digits, least significant first, then turned around in place.
+    var rest = value.magnitude
+    let start = bytes.count
+    repeat {
+      bytes.append(UInt8(ascii: "0") + UInt8(rest % 10))
+      rest /= 10
+    } while rest > 0
+    bytes[start...].reverse()
     needsComma = true
   }
 
