@@ -126,7 +126,8 @@ public enum GatewayRunner {
   ) throws(GatewayError) -> Radio {
     if configuration.bluetooth.radio == .simulated {
       let world = try simulatedWorld(configuration.bluetooth.simulation)
-      let radio = SimulatedRadio(world: world)
+      let radio = SimulatedRadio(
+        world: world, gathering: configuration.bluetooth.batchWindow)
       let devices = world.devices.reduce(0) { $0 + $1.count }
       let centrals = world.centrals.reduce(0) { $0 + $1.count }
       logger.notice(

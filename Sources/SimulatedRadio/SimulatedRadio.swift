@@ -64,11 +64,32 @@ public final class SimulatedRadio: GATTCentral, BLEPeripheral, Sendable {
   /// The thread ``run()`` lets time pass on, while it runs.
   private let worldThread = Mutex<DeadlineThread?>(nil)
 
+  /// How the world thread paces its deliveries while events come fast (``GatheringPace``),
+  /// and when its last turn that delivered any was.
+  private let pace: Mutex<(pace: GatheringPace, lastDelivery: Double)>
+
+  /// The most events one turn of the world thread hands over: what is due beyond them goes
+  /// in the next turn, at once (as a notification socket or the management scanner is read,
+  /// at most 256 datagrams a batch). The world does not gather while a window would hold more
+  /// (beyond about 2,500 events a second at the default window): it hands its events over as
+  /// they fall due then, every ``SimulatedWorld/eventInterval``, so that the MQTT client
+  /// takes them in steady batches rather than in bursts larger than its in-flight window
+  /// drains.
+  static let batchLimit = 256
+
   /// Creates the world (nothing happens until ``run()``).
-  /// - Parameter world: what to simulate.
-  public init(world: SimulatedWorld) {
+  /// - Parameters:
+  ///   - world: what to simulate.
+  ///   - gathering: Seconds over which fast events gather (`bluetooth.batch_window`, as
+  ///     BlueZ's notification sockets, management scanner and bus connection gather them):
+  ///     while the world's events come more than once per interval, the world thread hands
+  ///     them over once per interval, each held back at most that long; slower events are
+  ///     handed over as they fall due (every ``SimulatedWorld/eventInterval`` at most). `0`:
+  ///     every turn at once.
+  public init(world: SimulatedWorld, gathering: Double = 0) {
     self.world = world
     state = Mutex(State(engine: SimulationEngine(world: world)))
+    pace = Mutex((GatheringPace(interval: gathering, ceiling: Self.batchLimit), -.infinity))
   }
 
   /// Lets time pass until the task is cancelled: advertisements, notifications, address
@@ -108,16 +129,34 @@ public final class SimulatedRadio: GATTCentral, BLEPeripheral, Sendable {
   }
 
   /// One turn of the world: delivers what fell due. Returns the seconds until the next job
-  /// (at least one event interval: what falls due in between is delivered together), `nil`
-  /// when none is scheduled (a port call that schedules one wakes the thread).
+  /// (at least one event interval, and while events come fast the rest of the gathering
+  /// interval: what falls due in between is delivered together), `nil` when none is
+  /// scheduled (a port call that schedules one wakes the thread).
   private func turn() -> Double? {
     turns.add(1, ordering: .relaxed)
-    let next = state.withLock { state in
-      deliver(state.engine.advance(to: elapsed()))
-      return state.engine.nextDue
+    let now = elapsed()
+    let (delivered, next) = state.withLock { state in
+      let effects = state.engine.advance(to: now, limit: Self.batchLimit)
+      deliver(effects)
+      return (effects.count, state.engine.nextDue)
     }
+    let moreWaiting = next.map { $0 <= now } ?? false
+    let interval = world.eventInterval
+    let gatherUntil = pace.withLock { state -> Double? in
+      guard delivered > 0 else { return state.pace.gathers(at: now) ? state.pace.gatherUntil : nil }
+      // The events one window would hold at the rate of this turn's.
+      let span = max(interval, now - state.lastDelivery)
+      let perWindow = Double(delivered) * state.pace.interval / span
+      state.lastDelivery = now
+      state.pace.record(
+        delivered, at: now, moreWaiting: moreWaiting || perWindow >= Double(Self.batchLimit))
+      return state.pace.gathers(at: now) ? state.pace.gatherUntil : nil
+    }
+    if moreWaiting { return 0 }
     guard let next else { return nil }
-    return max(world.eventInterval, next - elapsed())
+    let wait = max(world.eventInterval, next - elapsed())
+    guard let gatherUntil else { return wait }
+    return max(wait, gatherUntil - elapsed())
   }
 
   /// What the world did so far.

@@ -127,12 +127,15 @@ struct SimulationEngine {
   var nextDue: Double? { jobs.min?.time }
 
   /// Runs everything due up to `time`, in time order.
-  /// - Parameter time: seconds since the world began (never goes back).
+  /// - Parameters:
+  ///   - time: seconds since the world began (never goes back).
+  ///   - limit: Stop once this many effects happened (a job's effects all count; what is
+  ///     still due runs at the next call).
   /// - Returns: What happened, in order.
-  mutating func advance(to time: Double) -> [Effect] {
+  mutating func advance(to time: Double, limit: Int = .max) -> [Effect] {
     now = max(now, time)
     var effects: [Effect] = []
-    while let job = jobs.min, job.time <= now {
+    while effects.count < limit, let job = jobs.min, job.time <= now {
       _ = jobs.removeMin()
       run(job.work, at: job.time, into: &effects)
     }

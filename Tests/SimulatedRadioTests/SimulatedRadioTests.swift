@@ -100,6 +100,42 @@ struct SimulatedRadioTests {
     #expect(tasks.yes <= 1 && tasks.no >= seen.count - 1, "batches in a task / not: \(tasks)")
   }
 
+  /// The sizes of the batches a radio's sink received while one device advertised every
+  /// 10 ms for about a second, with `gathering` as `bluetooth.batch_window`.
+  func batchSizes(gathering: Double) async throws -> [Int] {
+    let radio = SimulatedRadio(
+      world: SimulatedWorld(
+        advertisingInterval: 0.01, eventInterval: 0.005,
+        devices: [.init(kind: .battery, name: "b")]),
+      gathering: gathering)
+    let sizes = Mutex<[Int]>([])
+    let subscription = radio.attach(
+      EventSink(receive: { batch in sizes.withLock { $0.append(batch.count) } }))
+    defer { subscription.cancel() }
+    try await running(radio) {
+      try await radio.startDiscovery(adapter: "hci0", filter: DiscoveryFilter())
+      _ = await eventually { sizes.withLock { $0.reduce(0, +) } >= 100 }
+    }
+    return sizes.withLock { $0 }
+  }
+
+  @Test(
+    "while events come faster than bluetooth.batch_window, the world hands them over once per window"
+  )
+  func gathering() async throws {
+    let gathered = try await batchSizes(gathering: 0.1)
+    let total = gathered.reduce(0, +)
+    #expect(total >= 100, "\(total) events")
+    // About ten advertisements a window (a late first turn or the start of discovery may
+    // hand a few over alone).
+    #expect(
+      gathered.count * 4 <= total, "\(gathered.count) batches for \(total) events: \(gathered)")
+    // Without a window, every advertisement as it falls due: its own batch, but for a
+    // thread woken late.
+    let single = try await batchSizes(gathering: 0)
+    #expect(single.count * 3 > single.reduce(0, +), "\(single.count) batches: \(single)")
+  }
+
   @Test("a connection slower than its timeout fails with timeout; a patient one connects")
   func connectTimeout() async throws {
     let radio = SimulatedRadio(
