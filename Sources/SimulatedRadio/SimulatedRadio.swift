@@ -17,6 +17,23 @@ public final class SimulatedRadio: GATTCentral, BLEPeripheral, Sendable {
   /// Events buffered per subscriber.
   public static let eventBufferSize = 65_536
 
+  /// The events of the source with the most in `effects`: each notifying characteristic is a
+  /// source, all advertisements one, every other event one of its own.
+  static func busiestSource(_ effects: [SimulationEngine.Effect]) -> Int {
+    var advertisements = 0
+    var others = 0
+    var notifications: [GATTCharacteristicID: Int] = [:]
+    for effect in effects {
+      switch effect {
+      case .central(.deviceAppeared), .central(.deviceUpdated): advertisements += 1
+      case .central(.notification(let characteristic, _)):
+        notifications[characteristic, default: 0] += 1
+      default: others = 1
+      }
+    }
+    return max(advertisements, others, notifications.values.max() ?? 0)
+  }
+
   /// What the world did so far.
   public struct Statistics: Sendable, Hashable {
     /// Advertisements reported to the gateway.
@@ -68,14 +85,18 @@ public final class SimulatedRadio: GATTCentral, BLEPeripheral, Sendable {
   /// and when its last turn that delivered any was.
   private let pace: Mutex<(pace: GatheringPace, lastDelivery: Double)>
 
+  /// The most events of one source a window may hold for the world to gather: as BlueZ's
+  /// readers take at most 256 datagrams of a socket a batch, and one notifying characteristic
+  /// is one socket (`AcquireNotify`), all advertisements one (the management scanner). The
+  /// world does not gather while one source's window would hold more (beyond about 2,500 of
+  /// its events a second at the default window): it hands its events over as they fall due
+  /// then, every ``SimulatedWorld/eventInterval``, so that the MQTT client takes them in
+  /// steady batches rather than in bursts larger than its in-flight window drains.
+  static let sourceLimit = 256
+
   /// The most events one turn of the world thread hands over: what is due beyond them goes
-  /// in the next turn, at once (as a notification socket or the management scanner is read,
-  /// at most 256 datagrams a batch). The world does not gather while a window would hold more
-  /// (beyond about 2,500 events a second at the default window): it hands its events over as
-  /// they fall due then, every ``SimulatedWorld/eventInterval``, so that the MQTT client
-  /// takes them in steady batches rather than in bursts larger than its in-flight window
-  /// drains.
-  static let batchLimit = 256
+  /// in the next turn, at once.
+  static let batchLimit = 1024
 
   /// Creates the world (nothing happens until ``run()``).
   /// - Parameters:
@@ -135,21 +156,21 @@ public final class SimulatedRadio: GATTCentral, BLEPeripheral, Sendable {
   private func turn() -> Double? {
     turns.add(1, ordering: .relaxed)
     let now = elapsed()
-    let (delivered, next) = state.withLock { state in
+    let (delivered, busiest, next) = state.withLock { state in
       let effects = state.engine.advance(to: now, limit: Self.batchLimit)
       deliver(effects)
-      return (effects.count, state.engine.nextDue)
+      return (effects.count, Self.busiestSource(effects), state.engine.nextDue)
     }
     let moreWaiting = next.map { $0 <= now } ?? false
     let interval = world.eventInterval
     let gatherUntil = pace.withLock { state -> Double? in
       guard delivered > 0 else { return state.pace.gathers(at: now) ? state.pace.gatherUntil : nil }
-      // The events one window would hold at the rate of this turn's.
+      // The events of the busiest source one window would hold at this turn's rate.
       let span = max(interval, now - state.lastDelivery)
-      let perWindow = Double(delivered) * state.pace.interval / span
+      let perWindow = Double(busiest) * state.pace.interval / span
       state.lastDelivery = now
       state.pace.record(
-        delivered, at: now, moreWaiting: moreWaiting || perWindow >= Double(Self.batchLimit))
+        delivered, at: now, moreWaiting: moreWaiting || perWindow >= Double(Self.sourceLimit))
       return state.pace.gathers(at: now) ? state.pace.gatherUntil : nil
     }
     if moreWaiting { return 0 }

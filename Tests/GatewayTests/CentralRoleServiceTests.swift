@@ -119,14 +119,14 @@ struct CentralRoleServiceTests {
     let central = FakeGATTCentral(tree: Self.tree)
     let (service, running, addresses) = try await connectedToThree(broker, central)
     defer { running.cancel() }
-    central.state.withLock { $0.disconnectDelay = .milliseconds(400) }
+    central.state.withLock { $0.disconnectDelay = .seconds(1) }
     let started = ContinuousClock.now
     // No time for the orderly teardown: all three are forced.
     await service.shutdown(timeout: 0, forcedLimit: 3)
     let took = ContinuousClock.now - started
     #expect(Set(central.state.withLock { $0.disconnected }) == Set(addresses))
-    // One after the other they take 1.2 s.
-    #expect(took < .milliseconds(1000), "took \(took)")
+    // One after the other they take 3 s; together 1 s, with room for a loaded machine.
+    #expect(took < .milliseconds(2500), "took \(took)")
   }
 
   @Test("a stop cut short still has bluetoothd disconnect the links left: only the wait ends")

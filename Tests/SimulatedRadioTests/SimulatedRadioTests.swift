@@ -136,6 +136,24 @@ struct SimulatedRadioTests {
     #expect(single.count * 3 > single.reduce(0, +), "\(single.count) batches: \(single)")
   }
 
+  @Test("a source is a notifying characteristic, or all advertisements together")
+  func sources() throws {
+    let a = try BluetoothAddress("C0:00:00:00:00:01")
+    let b = try BluetoothAddress("C0:00:00:00:00:02")
+    let hr = BluetoothUUID(uuid16: 0x2A37)
+    func value(_ address: BluetoothAddress) -> SimulationEngine.Effect {
+      .central(
+        .notification(
+          GATTCharacteristicID(
+            address: address, service: BluetoothUUID(uuid16: 0x180D), characteristic: hr),
+          [1]))
+    }
+    let advert = SimulationEngine.Effect.central(.deviceUpdated(Advertisement(address: a)))
+    #expect(SimulatedRadio.busiestSource([]) == 0)
+    #expect(SimulatedRadio.busiestSource([value(a), value(b), value(a), advert]) == 2)
+    #expect(SimulatedRadio.busiestSource([value(a), advert, advert, advert, value(b)]) == 3)
+  }
+
   @Test("a connection slower than its timeout fails with timeout; a patient one connects")
   func connectTimeout() async throws {
     let radio = SimulatedRadio(
