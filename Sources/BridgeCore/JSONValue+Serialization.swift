@@ -61,7 +61,6 @@ extension JSONValue {
     out.append(contentsOf: text.utf8)
   }
 
-  /// Appends `string` as a JSON string literal, escaped as ``serialized()`` says.
   /// Whether a byte of UTF-8 text is copied as it is: not a control character, quote,
   /// backslash or DEL, nor the lead byte 0xE2 of U+2028 and U+2029 (escaped, with the
   /// other characters it leads, by the slower path).
@@ -70,6 +69,7 @@ extension JSONValue {
     byte >= 0x20 && byte != 0x22 && byte != 0x5C && byte != 0x7F && byte != 0xE2
   }
 
+  /// Appends `string` as a JSON string literal, escaped as ``serialized()`` says.
   static func appendString(_ string: String, to out: inout [UInt8]) {
     out.append(UInt8(ascii: "\""))
     // Most strings need no escape: copy their UTF-8 at once.

@@ -85,17 +85,19 @@ public final class SimulatedRadio: GATTCentral, BLEPeripheral, Sendable {
   /// and when its last turn that delivered any was.
   private let pace: Mutex<(pace: GatheringPace, lastDelivery: Double)>
 
-  /// The most events of one source a window may hold for the world to gather: as BlueZ's
-  /// readers take at most 256 datagrams of a socket a batch, and one notifying characteristic
-  /// is one socket (`AcquireNotify`), all advertisements one (the management scanner). The
-  /// world does not gather while one source's window would hold more (beyond about 2,500 of
-  /// its events a second at the default window): it hands its events over as they fall due
-  /// then, every ``SimulatedWorld/eventInterval``, so that the MQTT client takes them in
-  /// steady batches rather than in bursts larger than its in-flight window drains.
+  /// The most events of one source a window may hold for the world to gather. A source is
+  /// one notifying characteristic (one `AcquireNotify` socket) or all advertisements (the
+  /// management scanner's socket). BlueZ's readers keep gathering at any rate (after a read of
+  /// about 64-70 items they read once more at once); the world instead stops gathering while
+  /// one source's window would hold 256 events or more (beyond about 2,500 of its events a
+  /// second at the default window), and hands its events over as they fall due, every
+  /// ``SimulatedWorld/eventInterval``: at the flat-out rates of the simulated benchmarks,
+  /// which no radio reaches, windows of thousands of publications would come in bursts larger
+  /// than the MQTT client's in-flight window drains.
   static let sourceLimit = 256
 
-  /// The most events one turn of the world thread hands over: what is due beyond them goes
-  /// in the next turn, at once.
+  /// The most events one turn of the world thread hands over (a job's effects all count, so
+  /// one job can go beyond): what is due beyond them goes in the next turn, at once.
   static let batchLimit = 1024
 
   /// Creates the world (nothing happens until ``run()``).
@@ -105,7 +107,9 @@ public final class SimulatedRadio: GATTCentral, BLEPeripheral, Sendable {
   ///     BlueZ's notification sockets, management scanner and bus connection gather them):
   ///     while the world's events come more than once per interval, the world thread hands
   ///     them over once per interval, each held back at most that long; slower events are
-  ///     handed over as they fall due (every ``SimulatedWorld/eventInterval`` at most). `0`:
+  ///     handed over as they fall due (every ``SimulatedWorld/eventInterval`` at most). One
+  ///     pace for the whole world, where the readers pace each socket: a slow source's event
+  ///     can wait up to an interval while another source streams. See ``sourceLimit``. `0`:
   ///     every turn at once.
   public init(world: SimulatedWorld, gathering: Double = 0) {
     self.world = world

@@ -131,9 +131,9 @@ struct SimulatedRadioTests {
     #expect(
       gathered.count * 4 <= total, "\(gathered.count) batches for \(total) events: \(gathered)")
     // Without a window, every advertisement as it falls due: its own batch, but for a
-    // thread woken late.
+    // thread woken late (tens of milliseconds on a loaded machine).
     let single = try await batchSizes(gathering: 0)
-    #expect(single.count * 3 > single.reduce(0, +), "\(single.count) batches: \(single)")
+    #expect(single.count * 5 > single.reduce(0, +), "\(single.count) batches: \(single)")
   }
 
   @Test("a source is a notifying characteristic, or all advertisements together")

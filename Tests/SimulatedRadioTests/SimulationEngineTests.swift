@@ -70,6 +70,24 @@ struct SimulationEngineTests {
     return address
   }
 
+  @Test("advance stops at its limit; what is still due comes at the next call, in order")
+  func limit() throws {
+    let world = SimulatedWorld(
+      seed: 3, advertisingInterval: 0.01, devices: [.init(kind: .beacon, count: 50, name: "b")])
+    var whole = try discovering(world)
+    var limited = try discovering(world)
+    let all = whole.advance(to: 1)
+    #expect(all.count > 100)
+    var pieces: [SimulationEngine.Effect] = []
+    while true {
+      let piece = limited.advance(to: 1, limit: 40)
+      #expect(piece.count <= 40)
+      pieces += piece
+      guard let next = limited.nextDue, next <= 1 else { break }
+    }
+    #expect(pieces == all)
+  }
+
   @Test("one seed gives the same devices and the same sequence of events; another seed differs")
   func deterministic() throws {
     var a = try discovering()

@@ -259,7 +259,8 @@ class Proc:
     async def wait(self, name: str, timeout: float = 30, where: Callable[[dict], bool] | None = None,
                    after: int = 0) -> dict:
         """The first event `name` (matching `where`) at or after position `after`."""
-        deadline = time.monotonic() + scaled(timeout)
+        waited = scaled(timeout)
+        deadline = time.monotonic() + waited
         i = after
         while True:
             while i < len(self.history):
@@ -292,13 +293,14 @@ class Proc:
         """The log once it holds `text`. A process writes its log itself, and a line can land a
         moment after what the scenario waited for (an MQTT message sent from another thread), so
         a check of the log polls instead of reading it once. Raises LabError on timeout."""
-        deadline = time.monotonic() + scaled(timeout)
+        waited = scaled(timeout)
+        deadline = time.monotonic() + waited
         while True:
             log = self.log_path.read_text(errors="replace")
             if text in log:
                 return log
             if time.monotonic() > deadline:
-                raise LabError(f"no '{text}' in {self.log_path.name} after {timeout:.0f} s")
+                raise LabError(f"no '{text}' in {self.log_path.name} after {waited:.0f} s")
             await asyncio.sleep(0.2)
 
     # -- end ------------------------------------------------------------------------------------
