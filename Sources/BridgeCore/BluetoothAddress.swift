@@ -101,11 +101,10 @@ public struct BluetoothAddress: Sendable, Hashable, Comparable, CustomStringConv
   public var description: String {
     // Written straight into the string (in every advertisement's payload): no array between.
     String(unsafeUninitializedCapacity: 17) { text in
-      for index in 0..<6 {
-        let byte = UInt8(truncatingIfNeeded: value >> UInt64(40 - 8 * index))
-        text[index * 3] = Self.upperDigit(byte >> 4)
-        text[index * 3 + 1] = Self.upperDigit(byte & 0x0F)
-        if index < 5 { text[index * 3 + 2] = UInt8(ascii: ":") }
+      var offset = 0
+      forEachCanonicalByte { byte in
+        text[offset] = byte
+        offset += 1
       }
       return 17
     }
@@ -113,11 +112,16 @@ public struct BluetoothAddress: Sendable, Hashable, Comparable, CustomStringConv
 
   /// Appends the canonical form's 17 bytes (``description`` without making a string).
   func appendCanonical(to bytes: inout [UInt8]) {
+    forEachCanonicalByte { bytes.append($0) }
+  }
+
+  /// The canonical form's 17 bytes in order, `AA:BB:CC:DD:EE:FF`.
+  private func forEachCanonicalByte(_ body: (UInt8) -> Void) {
     for index in 0..<6 {
       let byte = UInt8(truncatingIfNeeded: value >> UInt64(40 - 8 * index))
-      if index > 0 { bytes.append(UInt8(ascii: ":")) }
-      bytes.append(Self.upperDigit(byte >> 4))
-      bytes.append(Self.upperDigit(byte & 0x0F))
+      if index > 0 { body(UInt8(ascii: ":")) }
+      body(Self.upperDigit(byte >> 4))
+      body(Self.upperDigit(byte & 0x0F))
     }
   }
 

@@ -166,15 +166,15 @@ public final class SimulatedRadio: GATTCentral, BLEPeripheral, Sendable {
       return (effects.count, Self.busiestSource(effects), state.engine.nextDue)
     }
     let moreWaiting = next.map { $0 <= now } ?? false
-    let interval = world.eventInterval
     let gatherUntil = pace.withLock { state -> Double? in
-      guard delivered > 0 else { return state.pace.gathers(at: now) ? state.pace.gatherUntil : nil }
-      // The events of the busiest source one window would hold at this turn's rate.
-      let span = max(interval, now - state.lastDelivery)
-      let perWindow = Double(busiest) * state.pace.interval / span
-      state.lastDelivery = now
-      state.pace.record(
-        delivered, at: now, moreWaiting: moreWaiting || perWindow >= Double(Self.sourceLimit))
+      if delivered > 0 {
+        // The events of the busiest source one window would hold at this turn's rate.
+        let span = max(world.eventInterval, now - state.lastDelivery)
+        let perWindow = Double(busiest) * state.pace.interval / span
+        state.lastDelivery = now
+        state.pace.record(
+          delivered, at: now, moreWaiting: moreWaiting || perWindow >= Double(Self.sourceLimit))
+      }
       return state.pace.gathers(at: now) ? state.pace.gatherUntil : nil
     }
     if moreWaiting { return 0 }
