@@ -131,9 +131,14 @@ struct SimulatedRadioTests {
     #expect(
       gathered.count * 4 <= total, "\(gathered.count) batches for \(total) events: \(gathered)")
     // Without a window, every advertisement as it falls due: its own batch, but for a
-    // thread woken late (tens of milliseconds on a loaded machine).
+    // thread woken late. On a loaded machine that is often tens of milliseconds (a CI run
+    // saw 106 events in 35 batches), so the check is against the windowed run: more
+    // batches unless the world thread woke more than a window late on average.
+    // (GatheringPaceTests pin the pace itself with literal times.)
     let single = try await batchSizes(gathering: 0)
-    #expect(single.count * 5 > single.reduce(0, +), "\(single.count) batches: \(single)")
+    #expect(
+      single.count > gathered.count,
+      "\(single.count) batches without a window, \(gathered.count) with one: \(single)")
   }
 
   @Test("a source is a notifying characteristic, or all advertisements together")
