@@ -31,6 +31,9 @@ final class MosquittoHandle: MQTTTransport {
       throw MQTTError(.invalidConfiguration, "libmosquitto refused client id or session settings")
     }
     mosq = handle
+    // libmosquitto passes the handle itself to callbacks when given no user data: until a
+    // client sets its own (``setUserData(_:)``), the callbacks must find none.
+    mosquitto_user_data_set(mosq, nil)
     // Every property is set: a failure here runs `deinit`, which destroys the handle.
     try configure()
   }
@@ -52,6 +55,14 @@ final class MosquittoHandle: MQTTTransport {
     // one the broker has not acknowledged yet (QoS 0 sends nothing back) waited for the
     // broker's delayed ACK, up to 40 ms. Batches are held together explicitly (`holdWrites`).
     try check(mosquitto_int_option(mosq, MOSQ_OPT_TCP_NODELAY, 1), "TCP_NODELAY")
+    // The session hands libmosquitto up to `maxInflight` QoS ≥ 1 messages; libmosquitto's own
+    // window is 20 unless set (an MQTT 5 broker's Receive Maximum still lowers it), and it
+    // held the rest back in a queue of its own, so the configured window was never the one
+    // on the wire.
+    try check(
+      mosquitto_int_option(
+        mosq, MOSQ_OPT_SEND_MAXIMUM, Int32(clamping: min(65_535, max(1, c.maxInflight)))),
+      "send maximum")
     if c.username != nil || c.password != nil {
       try check(mosquitto_username_pw_set(mosq, c.username, c.password), "username/password")
     }
