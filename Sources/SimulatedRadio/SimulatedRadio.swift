@@ -84,6 +84,8 @@ public final class SimulatedRadio: GATTCentral, BLEPeripheral, Sendable {
   /// How the world thread paces its deliveries while events come fast (``GatheringPace``),
   /// and when its last turn that delivered any was.
   private let pace: Mutex<(pace: GatheringPace, lastDelivery: Double)>
+  /// Whether the world gathers at all (a window above 0): without, no turn counts sources.
+  private let gathers: Bool
 
   /// The most events of one source a window may hold for the world to gather. A source is
   /// one notifying characteristic (one `AcquireNotify` socket) or all advertisements (the
@@ -115,6 +117,7 @@ public final class SimulatedRadio: GATTCentral, BLEPeripheral, Sendable {
     self.world = world
     state = Mutex(State(engine: SimulationEngine(world: world)))
     pace = Mutex((GatheringPace(interval: gathering, ceiling: Self.batchLimit), -.infinity))
+    gathers = gathering > 0
   }
 
   /// Lets time pass until the task is cancelled: advertisements, notifications, address
@@ -163,7 +166,7 @@ public final class SimulatedRadio: GATTCentral, BLEPeripheral, Sendable {
     let (delivered, busiest, next) = state.withLock { state in
       let effects = state.engine.advance(to: now, limit: Self.batchLimit)
       deliver(effects)
-      return (effects.count, Self.busiestSource(effects), state.engine.nextDue)
+      return (effects.count, gathers ? Self.busiestSource(effects) : 0, state.engine.nextDue)
     }
     let moreWaiting = next.map { $0 <= now } ?? false
     let gatherUntil = pace.withLock { state -> Double? in
