@@ -499,10 +499,13 @@ extension CentralBridge: DrivenBridge {
       // The reply topic was checked against `ReplyTopicPolicy`; one that is not a valid topic
       // name cannot be published.
       guard (try? TopicName(address.topic)) != nil else { return .none }
-      return .publish(
-        MQTTMessage(
-          topic: address.topic, payload: payload, qos: .atLeastOnce,
-          properties: MQTTPublishProperties(correlationData: address.correlationData)))
+      // An answer to a request: ahead of queued values.
+      return .handOffs([
+        .answer(
+          MQTTMessage(
+            topic: address.topic, payload: payload, qos: .atLeastOnce,
+            properties: MQTTPublishProperties(correlationData: address.correlationData)))
+      ])
     case .fleet(.claim(let topic, let payload)):
       return .handOffs([
         .publishOnce(

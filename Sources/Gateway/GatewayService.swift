@@ -759,7 +759,7 @@ public final class GatewayService: Service, Sendable {
     {
       let response = BridgeResponse.failure(
         code: "invalid_topic", message: problem, transaction: nil)
-      client.enqueue(
+      client.answer(
         MQTTMessage(
           topic: replyTo, payload: response.json.serializedBytes(), qos: .atLeastOnce,
           properties: MQTTPublishProperties(correlationData: message.properties.correlationData)))
@@ -833,13 +833,15 @@ public final class GatewayService: Service, Sendable {
         metadata: ["mqtt.topic": "\(message.topic)"])
     }
     let payload = response.json.serializedBytes()
-    client.enqueue(
+    // Answers go ahead of queued values: a request is answered while the broker works
+    // through a backlog.
+    client.answer(
       MQTTMessage(
         topic: topics.bridgeResponse(answering: verb).rawValue, payload: payload,
         qos: .atLeastOnce))
     // `handle` has removed a Response Topic the policy does not honour.
     if let replyTo = message.properties.responseTopic, (try? TopicName(replyTo)) != nil {
-      client.enqueue(
+      client.answer(
         MQTTMessage(
           topic: replyTo, payload: payload, qos: .atLeastOnce,
           properties: MQTTPublishProperties(correlationData: message.properties.correlationData)))

@@ -116,6 +116,18 @@ public final class MQTTClient: Sendable {
     core.send(.publish(message, nil))
   }
 
+  /// Publishes an answer to a request without waiting, ahead of the publications still
+  /// queued: it goes out with the next room in the in-flight window, so that while the broker
+  /// takes publications more slowly than they come, a response does not wait behind the
+  /// backlog. Answers keep their order among themselves; use it only for topics that carry
+  /// nothing but answers (every topic keeps its order). Its fate shows in ``statistics``.
+  ///
+  /// - Parameter message: The answer.
+  public func answer(_ message: MQTTMessage) {
+    observer?(message)
+    core.send(.publishAhead(message))
+  }
+
   /// Hands several messages to the client in order with one wake-up of its loop thread (the
   /// fast path of a bridge step): each as ``enqueue(_:)`` or ``setRetainedState(_:)`` would.
   ///
@@ -124,7 +136,8 @@ public final class MQTTClient: Sendable {
     if let observer {
       for handOff in batch {
         switch handOff {
-        case .enqueue(let message), .retainedState(let message), .publishOnce(let message):
+        case .enqueue(let message), .answer(let message), .retainedState(let message),
+          .publishOnce(let message):
           observer(message)
         case .forgetRetained, .forgetRetainedBelow: break
         }
@@ -136,6 +149,7 @@ public final class MQTTClient: Sendable {
     for handOff in batch {
       switch handOff {
       case .enqueue(let message): commands.append(.publish(message, nil))
+      case .answer(let message): commands.append(.publishAhead(message))
       case .retainedState(let message): commands.append(.retain(message))
       case .publishOnce(let message):
         commands.append(.publish(message, nil))
@@ -281,6 +295,8 @@ public struct MQTTMessageStream: AsyncSequence, Sendable {
 public enum MQTTHandOff: Sendable {
   /// Publish without waiting, as ``MQTTClient/enqueue(_:)``.
   case enqueue(MQTTMessage)
+  /// Publish without waiting, ahead of what is queued, as ``MQTTClient/answer(_:)``.
+  case answer(MQTTMessage)
   /// Publish now and after every reconnect, as ``MQTTClient/setRetainedState(_:)``.
   case retainedState(MQTTMessage)
   /// Publish without waiting and never again after a reconnect, even when retained (a claim

@@ -173,17 +173,23 @@ struct BlueZCentralTests {
           if !rssis.isEmpty { batches.withLock { $0.append(rssis) } }
         }))
       defer { subscription.cancel() }
+      let start = ContinuousClock.now
       for i in 0..<40 {
         try await fake.change(path, "org.bluez.Device1", ["RSSI": .int16(Int16(-80 + i))])
         try await Task.sleep(for: .milliseconds(5))
       }
+      let sending = (ContinuousClock.now - start).seconds
       for _ in 0..<500 where batches.withLock({ $0.joined().count }) < 40 {
         try await Task.sleep(for: .milliseconds(10))
       }
       let received = batches.withLock { $0 }
       #expect(Array(received.joined()) == (0..<40).map { -80 + $0 })
-      // One bridge step per turn of the bus thread (about one per half second), not per signal.
-      #expect(received.count <= 10, "batches: \(received.map(\.count))")
+      // One bridge step per turn of the bus thread (about one per half second while signals
+      // come), not per signal. On a loaded machine the 40 changes take seconds (a CI-like run
+      // saw 11 batches), so the bound follows the time they took.
+      #expect(
+        received.count <= Int(sending / 0.5) + 3 && received.count < 20,
+        "batches: \(received.map(\.count)) over \(sending) s")
       await fake.stop()
     }
   }

@@ -38,6 +38,38 @@ struct MQTTClientFlowTests {
     await subscriber.shutdown()
   }
 
+  @Test(
+    "an answer overtakes a backlog: published while 40 values wait for a frozen broker, it reaches a subscriber right after the one in flight"
+  )
+  func answerOvertakesBacklog() async throws {
+    let broker = try Broker()
+    try await broker.start()
+    let observer = try await connectedClient(configuration(broker))
+    let seen = Collector(observer)
+    try await observer.subscribe("backlog/#", qos: .atLeastOnce)
+    var settings = configuration(broker)
+    settings.maxInflight = 1
+    let client = try await connectedClient(settings)
+    broker.freeze(true)
+    for index in 0..<40 {
+      client.enqueue(MQTTMessage(topic: "backlog/v", text: "\(index)", qos: .atLeastOnce))
+    }
+    client.answer(MQTTMessage(topic: "backlog/response", text: "ok", qos: .atLeastOnce))
+    #expect(await eventually { client.statistics.queued == 40 })
+    broker.freeze(false)
+    #expect(await eventually(timeout: 20) { seen.messages.count == 41 })
+    let topics = seen.messages.map(\.topic)
+    // The first value was in flight when the answer came; the answer is next.
+    #expect(topics.firstIndex(of: "backlog/response") == 1, "\(topics)")
+    #expect(
+      seen.messages.filter { $0.topic == "backlog/v" }.map {
+        String(decoding: $0.payload, as: UTF8.self)
+      }
+        == (0..<40).map { "\($0)" })
+    await client.shutdown()
+    await observer.shutdown()
+  }
+
   @Test("after unsubscribe no more messages arrive on that filter")
   func unsubscribe() async throws {
     let broker = try Broker()

@@ -153,6 +153,59 @@ struct MQTTSessionTests {
   }
 
   @Test(
+    "answers go out ahead of queued publications, in their own order, with the next room in the window"
+  )
+  func answersAhead() {
+    var transport = FakeTransport()
+    var session = Self.connected(Self.configuration(inflight: 2), &transport)
+    for index in 1...4 {
+      session.execute(.publish(Self.message("v\(index)"), nil), now: 1, on: &transport)
+    }
+    session.execute(.publishAhead(Self.message("r1")), now: 1, on: &transport)
+    session.execute(.publishAhead(Self.message("r2")), now: 1, on: &transport)
+    #expect(transport.published.map(\.topic) == ["v1", "v2"])
+    #expect(session.counters.queued == 4 && session.needsAcknowledgements)
+    // Mids: v1 1, v2 2, then each one handed over takes the next.
+    for mid in Int32(1)...4 { session.published(mid: mid, refusal: nil, on: &transport) }
+    #expect(transport.published.map(\.topic) == ["v1", "v2", "r1", "r2", "v3", "v4"])
+    #expect(session.counters.queued == 0)
+    // With room in the window an answer goes at once, like any publication.
+    for mid in Int32(5)...6 { session.published(mid: mid, refusal: nil, on: &transport) }
+    session.execute(.publishAhead(Self.message("r3")), now: 1, on: &transport)
+    #expect(transport.published.last?.topic == "r3")
+  }
+
+  @Test(
+    "a full queue: an answer takes the room of the oldest other publication (drop_oldest), or is itself dropped (drop_newest); answers alone drop the oldest answer",
+    arguments: [
+      (MQTTClientConfiguration.DropPolicy.dropOldest, ["r1", "v2", "v3"]),
+      (.dropNewest, ["v1", "v2", "v3"]),
+    ])
+  func answersInAFullQueue(policy: MQTTClientConfiguration.DropPolicy, sent: [String]) {
+    var transport = FakeTransport()
+    var session = MQTTSession(
+      configuration: Self.configuration(queue: 3, policy: policy), logger: Self.logger)
+    for index in 1...3 {
+      session.execute(.publish(Self.message("v\(index)"), nil), now: 0, on: &transport)
+    }
+    session.execute(.publishAhead(Self.message("r1")), now: 0, on: &transport)
+    #expect(session.counters.queued == 3 && session.counters.dropped == 1)
+    session.tick(now: 0, on: &transport)
+    session.connack(refusal: nil, sessionPresent: false, on: &transport)
+    #expect(transport.published.map(\.topic) == sent)
+
+    var answersOnly = FakeTransport()
+    var second = MQTTSession(
+      configuration: Self.configuration(queue: 2, policy: .dropOldest), logger: Self.logger)
+    for index in 1...3 {
+      second.execute(.publishAhead(Self.message("a\(index)")), now: 0, on: &answersOnly)
+    }
+    second.tick(now: 0, on: &answersOnly)
+    second.connack(refusal: nil, sessionPresent: false, on: &answersOnly)
+    #expect(answersOnly.published.map(\.topic) == ["a2", "a3"])
+  }
+
+  @Test(
     "after every reconnect: subscriptions sent again, the newest retained message of each topic re-published, cleared topics not"
   )
   func resubscribeAndRepublishAfterReconnect() {

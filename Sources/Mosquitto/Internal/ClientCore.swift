@@ -53,6 +53,8 @@ final class WaiterSlot: Sendable {
 /// Requests from any thread to the loop thread.
 enum Command: Sendable {
   case publish(MQTTMessage, Waiter?)
+  /// Publish without waiting, ahead of the messages still queued (``MQTTClient/answer(_:)``).
+  case publishAhead(MQTTMessage)
   case subscribe(String, MQTTQoS, Waiter?)
   case unsubscribe(String, Waiter?)
   case retain(MQTTMessage)
@@ -71,7 +73,7 @@ enum Command: Sendable {
     switch self {
     case .publish(_, let waiter): waiter != nil
     case .subscribe, .unsubscribe, .shutdown: true
-    case .retain, .forgetRetained, .forgetRetainedBelow, .ping, .stop: false
+    case .publishAhead, .retain, .forgetRetained, .forgetRetainedBelow, .ping, .stop: false
     }
   }
 
@@ -79,7 +81,7 @@ enum Command: Sendable {
   /// the session's queue and retained state, nothing that changes its phase.
   var isDirect: Bool {
     switch self {
-    case .publish, .retain, .forgetRetained, .forgetRetainedBelow: true
+    case .publish, .publishAhead, .retain, .forgetRetained, .forgetRetainedBelow: true
     case .subscribe, .unsubscribe, .shutdown, .ping, .stop: false
     }
   }

@@ -94,6 +94,11 @@ struct MQTTSession {
   private var everConnected = false
   private var backoff: Backoff
   private var pending = Deque<Outgoing>()
+  /// Answers to requests (``Command/publishAhead(_:)``), handed over before `pending`: a
+  /// response does not wait behind a backlog of other publications. Their topics are their
+  /// own, so every topic keeps its order. Both queues together hold at most the offline
+  /// queue's capacity.
+  private var ahead = Deque<Outgoing>()
   /// The most messages `pending` held since its storage was last new: storage that grew past
   /// ``releasedQueueSize`` during a backlog (every retained topic re-published after a broker
   /// restart) is given back once the backlog has drained, not kept for good.
@@ -177,6 +182,10 @@ struct MQTTSession {
       if message.retain { remember(message) }
       enqueue(Outgoing(message: message, waiter: waiter))
       flushPending(on: &transport)
+    case .publishAhead(let message):
+      if message.retain { remember(message) }
+      enqueue(Outgoing(message: message, waiter: nil), ahead: true)
+      flushPending(on: &transport)
     case .subscribe(let filter, let qos, let waiter):
       subscriptions[filter] = qos
       if let waiter { subscribeWaiters[filter, default: []].append(waiter) }
@@ -248,11 +257,12 @@ struct MQTTSession {
           .network,
           "no CONNACK from the broker within \(max(10, configuration.keepalive)) s"), now: now)
     case .draining(let deadline):
-      let done = pending.isEmpty && inflight.isEmpty
+      let done = pending.isEmpty && ahead.isEmpty && inflight.isEmpty
       if done || now >= deadline {
         if !done {
           logger.warning(
-            "MQTT shutdown: \(pending.count + inflight.count) message(s) not acknowledged in time")
+            "MQTT shutdown: \(pending.count + ahead.count + inflight.count) message(s) not acknowledged in time"
+          )
         }
         transport.disconnect()
         phase = .disconnecting(deadline: now + 2)
@@ -371,11 +381,13 @@ struct MQTTSession {
     if transport.isOpen { transport.disconnect() }
     phase = .stopped
     let stopped = MQTTError(.stopped, "the MQTT client has stopped")
+    for out in ahead { answer(out.waiter, stopped) }
     for out in pending { answer(out.waiter, stopped) }
     for out in inflight.values { answer(out.waiter, stopped) }
     for waiters in subscribeWaiters.values { for w in waiters { answer(w, stopped) } }
     for waiter in unsubackWaiters.values { answer(waiter, nil) }
     pending.removeAll()
+    ahead.removeAll()
     inflight.removeAll()
     inflightReliable = 0
     subscribeWaiters.removeAll()
@@ -395,7 +407,7 @@ struct MQTTSession {
     case .ping(let waiter):
       waiter.resume(throwing: MQTTError(.stopped, "the MQTT client has stopped"))
     case .shutdown(_, _, _, let waiter): waiter.resume()
-    case .retain, .forgetRetained, .forgetRetainedBelow, .stop: break
+    case .publishAhead, .retain, .forgetRetained, .forgetRetainedBelow, .stop: break
     }
   }
 
@@ -493,20 +505,32 @@ struct MQTTSession {
     }
   }
 
-  private mutating func enqueue(_ out: Outgoing) {
-    if pending.count >= configuration.offlineQueueCapacity {
-      let victim: Outgoing
-      switch configuration.dropPolicy {
-      case .dropOldest:
-        victim = pending.removeFirst()
-        pending.append(out)
-      case .dropNewest:
-        victim = out
-      }
-      counters.dropped += 1
-      answer(
-        victim.waiter,
-        MQTTError(.dropped, "offline queue full; dropped a message to '\(victim.message.topic)'"))
+  /// Queues `out` behind the other publications, or `ahead` of them behind earlier answers.
+  /// When both queues together are full, the drop policy picks the message lost: the newest
+  /// (`out`), or the oldest (the oldest other publication while there is one).
+  private mutating func enqueue(_ out: Outgoing, ahead toFront: Bool = false) {
+    guard pending.count + ahead.count >= configuration.offlineQueueCapacity else {
+      store(out, ahead: toFront)
+      return
+    }
+    let victim: Outgoing
+    if configuration.dropPolicy == .dropOldest, let oldest = pending.popFirst() ?? ahead.popFirst()
+    {
+      victim = oldest
+      store(out, ahead: toFront)
+    } else {
+      victim = out
+      updateDepths()
+    }
+    counters.dropped += 1
+    answer(
+      victim.waiter,
+      MQTTError(.dropped, "offline queue full; dropped a message to '\(victim.message.topic)'"))
+  }
+
+  private mutating func store(_ out: Outgoing, ahead toFront: Bool) {
+    if toFront {
+      ahead.append(out)
     } else {
       pending.append(out)
       pendingPeak = max(pendingPeak, pending.count)
@@ -531,7 +555,7 @@ struct MQTTSession {
   /// Whether acknowledgements are needed soon: publications wait for room in the in-flight
   /// window, or half of it is taken.
   var needsAcknowledgements: Bool {
-    !pending.isEmpty || inflightReliable * 2 >= configuration.maxInflight
+    !pending.isEmpty || !ahead.isEmpty || inflightReliable * 2 >= configuration.maxInflight
   }
 
   private mutating func flushPending(on transport: inout some MQTTTransport) {
@@ -543,13 +567,16 @@ struct MQTTSession {
     case .connected, .draining: break
     default: return
     }
-    while let next = pending.first {
+    // Answers first (``ahead``), then the rest, each in order.
+    while let (next, fromAhead) = ahead.first.map({ ($0, true) })
+      ?? pending.first.map({ ($0, false) })
+    {
       if next.message.qos != .atMostOnce && inflightReliable >= configuration.maxInflight {
         return
       }
-      pending.removeFirst()
+      if fromAhead { ahead.removeFirst() } else { pending.removeFirst() }
       if !hand(next, on: &transport) {
-        pending.prepend(next)
+        if fromAhead { ahead.prepend(next) } else { pending.prepend(next) }
         return
       }
     }
@@ -586,7 +613,7 @@ struct MQTTSession {
   }
 
   private mutating func updateDepths() {
-    counters.queued = pending.count
+    counters.queued = pending.count + ahead.count
     counters.inflight = inflight.count
   }
 }
