@@ -196,18 +196,24 @@ struct DatagramReaderTests {
     defer { close(theirs) }
     let received = Received()
     reader.add(mine, receive: received.receive, closed: received.closed)
+    // The first value after a quiet spell is read at once; the second, read at once too,
+    // comes within the interval: the socket gathers for 2 s from then.
     send(theirs, [0])
     #expect(await received.wait { $0.values.withLock { $0.count } == 1 })
-    // Ten at once, read at once after the first: fast, but past the ceiling of 8.
-    for value in 1...10 { send(theirs, [UInt8(value)]) }
-    #expect(await received.wait { $0.values.withLock { $0.count } == 11 })
+    send(theirs, [1])
+    #expect(await received.wait { $0.values.withLock { $0.count } == 2 })
+    // Ten while it gathers, read in one turn at its end: past the ceiling of 8. (Sent right
+    // after the first value, a reader woken in the middle of them read a few, gathered, and
+    // found fewer than 8 at the end: it went on gathering, and the check below failed.)
+    for value in 2...11 { send(theirs, [UInt8(value)]) }
+    #expect(await received.wait { $0.values.withLock { $0.count } == 12 })
     try await Task.sleep(for: .milliseconds(100))
     let sent = ContinuousClock.now
-    send(theirs, [11])
-    #expect(await received.wait { $0.values.withLock { $0.count } == 12 })
+    send(theirs, [12])
+    #expect(await received.wait { $0.values.withLock { $0.count } == 13 })
     // Read at once, not at the end of a 2-s interval.
     #expect(ContinuousClock.now - sent < .milliseconds(1000))
-    #expect(received.values.withLock { $0 } == (0...11).map { [UInt8($0)] })
+    #expect(received.values.withLock { $0 } == (0...12).map { [UInt8($0)] })
   }
 
   @Test(

@@ -70,6 +70,27 @@ def thread_cpu_seconds(pid: int) -> dict[str, float]:
     return out
 
 
+def idle_seconds() -> float:
+    """The VM's idle CPU time so far, all CPUs together (/proc/stat), in seconds."""
+    fields = open("/proc/stat").readline().split()
+    return (int(fields[4]) + int(fields[5])) / CLK_TCK
+
+
+def process_seconds() -> dict[str, float]:
+    """CPU seconds so far of every process in the VM, by name (processes of one name summed)."""
+    out: dict[str, float] = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            head, _, rest = (d / "stat").read_text().rpartition(")")
+        except OSError:
+            continue  # ended meanwhile
+        name, fields = head.split("(", 1)[1], rest.split()
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return out
+
+
 def thread_switches(pid: int) -> dict[int, tuple[str, int]]:
     """Voluntary context switches of a process's threads, by thread id: (name, count). Each is
     a time the thread went to sleep, so a wake-up later (preemptions, the involuntary ones, are

@@ -4,10 +4,9 @@ import asyncio
 import os
 import signal
 import time
-from pathlib import Path
 
 from labkit import uuids
-from procs import CLK_TCK, LabError, cpu_seconds, pids, thread_cpu_seconds
+from procs import LabError, cpu_seconds, idle_seconds, pids, process_seconds, thread_cpu_seconds
 
 ROWS = "C7"
 TIMEOUT = 600
@@ -33,27 +32,6 @@ def bluetoothd_drops(lab) -> int:
     except OSError:
         return 0
     return text.count("notify_io_cb() sendmsg")
-
-
-def idle_seconds() -> float:
-    """The VM's idle CPU time so far, all CPUs together (/proc/stat), in seconds."""
-    fields = open("/proc/stat").readline().split()
-    return (int(fields[4]) + int(fields[5])) / CLK_TCK
-
-
-def process_seconds() -> dict[str, float]:
-    """CPU seconds so far of every process in the VM, by name (processes of one name summed)."""
-    out: dict[str, float] = {}
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            head, _, rest = (d / "stat").read_text().rpartition(")")
-        except OSError:
-            continue  # ended meanwhile
-        name, fields = head.split("(", 1)[1], rest.split()
-        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / CLK_TCK
-    return out
 
 
 def cpu_use(gateway_pid: int) -> dict:
