@@ -30,7 +30,9 @@ extension SimulatedWorld {
   public static func parse(yaml: String) throws(Error) -> SimulatedWorld {
     let root: Node?
     do {
-      root = try Yams.compose(yaml: yaml)
+      root = try BoundedYAML.compose(yaml: yaml)
+    } catch let error as BoundedYAML.TooLarge {
+      throw Error(path: "", message: error.description)
     } catch {
       throw Error(path: "", message: "not YAML: \(error)")
     }

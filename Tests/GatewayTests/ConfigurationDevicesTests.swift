@@ -128,4 +128,34 @@ struct ConfigurationDevicesTests {
       """)
     #expect(method.key == "bluetooth.gatt.notify_methods")
   }
+
+  @Test func aliasesOfADevicesSettingsApplyToEachDevice() async throws {
+    let b = try await load(
+      """
+      devices:
+        "A4:C1:38:1E:29:DF": &sensor
+          connect: true
+          notify: [180f/2a19]
+        "C0:FF:EE:00:00:01": *sensor
+      """
+    ).bluetooth
+    #expect(b.connect.addresses == ["A4:C1:38:1E:29:DF", "C0:FF:EE:00:00:01"])
+    #expect(b.gatt.notify == ["A4:C1:38:1E:29:DF/180f/2a19", "C0:FF:EE:00:00:01/180f/2a19"])
+  }
+
+  @Test func aFileThatAliasesExpandPastTheBoundIsRefusedBeforeItIsRead() async throws {
+    // 1,100 devices, each an alias of one whose list holds 1,000 aliases: 1.1 million values
+    // from 25 KB. Read item by item, it was accepted after 1.1 million list items.
+    let items = Array(repeating: "*n", count: 999).joined(separator: ", ")
+    var yaml = "devices:\n  \"00:00:00:00:00:00\": &d\n    notify: [&n 180f/2a19, \(items)]\n"
+    for index in 1...1_100 {
+      yaml += "  \"00:00:00:00:\(String(format: "%02X:%02X", index / 256, index % 256))\": *d\n"
+    }
+    let error = try await error(yaml)
+    #expect(error.key == nil)
+    #expect(
+      error.message
+        == "the document stands for more than 1000000 values once its aliases (*name) are "
+        + "expanded: write the values out, or use fewer aliases of aliases")
+  }
 }

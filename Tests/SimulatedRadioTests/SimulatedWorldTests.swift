@@ -108,6 +108,23 @@ struct SimulatedWorldTests {
     }
   }
 
+  @Test("a world whose aliases stand for a billion values is refused before it is read")
+  func aliasBomb() {
+    // Each level a list of ten aliases of the level before: nine levels, 10^9 lists.
+    var yaml = "levels:\n  - &l0 [kind, kind, kind, kind, kind, kind, kind, kind, kind, kind]\n"
+    for level in 1...8 {
+      let aliases = Array(repeating: "*l\(level - 1)", count: 10).joined(separator: ", ")
+      yaml += "  - &l\(level) [\(aliases)]\n"
+    }
+    yaml += "devices: [*l8, *l8, *l8, *l8, *l8, *l8, *l8, *l8, *l8, *l8]\n"
+    #expect(
+      throws: SimulatedWorld.Error(
+        path: "", message: BoundedYAML.TooLarge(maxNodes: 1_000_000).description)
+    ) {
+      try SimulatedWorld.parse(yaml: yaml)
+    }
+  }
+
   @Test("config/simulated-world.yaml is the built-in world written out")
   func builtInFile() throws {
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()

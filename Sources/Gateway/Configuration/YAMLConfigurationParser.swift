@@ -1,4 +1,5 @@
 import Foundation
+import SimulatedRadio
 import Yams
 
 /// Reads the YAML configuration file and checks it against the schema.
@@ -47,7 +48,9 @@ enum YAMLConfigurationParser {
   static func layer(yaml: String, source: String) throws(ConfigurationError) -> ConfigurationLayer {
     let root: Node?
     do {
-      root = try Yams.compose(yaml: yaml)
+      root = try BoundedYAML.compose(yaml: yaml)
+    } catch let error as BoundedYAML.TooLarge {
+      throw ConfigurationError(key: nil, source: source, message: error.description)
     } catch let error as YamlError {
       throw syntaxError(error, source: source)
     } catch {
