@@ -1,57 +1,84 @@
 package import Yams
 
-/// YAML composed with a bound on how many values it stands for once its aliases are expanded.
+/// YAML composed with bounds on what it stands for once its aliases are expanded.
 ///
 /// An alias (`*name`) stands for the node anchored earlier (`&name`), so a few lines can stand
 /// for billions of values: in the "billion laughs" document each line is a list of ten aliases
 /// of the line before. Yams shares an aliased node instead of copying it, but a reader that
 /// walks the document (the configuration's schema check, the world file's) visits it once per
-/// alias, and hung there. ``compose(yaml:maxNodes:)`` counts the nodes such a walk visits,
-/// stopping at the bound, before anyone walks it. Nesting needs no bound of ours: the YAML
-/// parser refuses documents nested more than 1,000 levels deep.
+/// alias, and hung there. Aliases also nest: the parser refuses text nested more than 1,000
+/// levels deep, but a list 900 levels deep that holds an alias of another such list is 1,800
+/// levels deep once expanded, and a recursive walk of a chain of them overflows the stack.
+/// ``compose(yaml:maxNodes:maxDepth:)`` counts the nodes such a walk visits and how deep it
+/// goes, stopping at either bound, before anyone walks it.
 package enum BoundedYAML {
-  /// The most nodes (scalars, lists, mappings, keys counted) a document may stand for: a
-  /// thousand times what the largest shipped file holds.
-  package static let defaultMaxNodes = 1_000_000
+  /// The most nodes (scalars, lists, mappings, keys counted) a document may stand for: about
+  /// 500 times the largest shipped file (`config/gatt2mqtt.example.yaml`, under 200 nodes).
+  package static let defaultMaxNodes = 100_000
+  /// The deepest a document may nest, aliases expanded: the shipped files nest 6 levels.
+  package static let defaultMaxDepth = 64
 
-  /// A document that stands for more nodes than the bound.
+  /// A document past a bound.
   package struct TooLarge: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The bound that was passed.
-    package var maxNodes: Int
-
     /// What an administrator reads.
-    package var description: String {
-      "the document stands for more than \(maxNodes) values once its aliases (*name) are "
-        + "expanded: write the values out, or use fewer aliases of aliases"
+    package var description: String
+
+    /// More nodes than `maxNodes`.
+    package static func values(_ maxNodes: Int) -> TooLarge {
+      TooLarge(
+        description: "the document stands for more than \(maxNodes) values once its aliases "
+          + "(*name) are expanded: write the values out, or use fewer aliases of aliases")
+    }
+
+    /// Deeper than `maxDepth`.
+    package static func depth(_ maxDepth: Int) -> TooLarge {
+      TooLarge(
+        description: "the document nests more than \(maxDepth) levels deep once its aliases "
+          + "(*name) are expanded")
     }
   }
 
-  /// Composes a YAML document, refusing one that stands for more than `maxNodes` nodes.
+  /// Composes a YAML document, refusing one that stands for more than `maxNodes` nodes or nests
+  /// deeper than `maxDepth` levels, aliases expanded.
   ///
   /// - Parameters:
   ///   - yaml: The document.
-  ///   - maxNodes: The most nodes it may stand for, aliases expanded.
+  ///   - maxNodes: The most nodes it may stand for.
+  ///   - maxDepth: The deepest it may nest (the root is level 1).
   /// - Returns: The root node, `nil` for an empty document.
-  /// - Throws: `YamlError` for invalid YAML (as `Yams.compose`), ``TooLarge`` past the bound.
-  package static func compose(yaml: String, maxNodes: Int = defaultMaxNodes) throws -> Node? {
+  /// - Throws: `YamlError` for invalid YAML (as `Yams.compose`), ``TooLarge`` past a bound.
+  package static func compose(
+    yaml: String, maxNodes: Int = defaultMaxNodes, maxDepth: Int = defaultMaxDepth
+  ) throws -> Node? {
     guard let root = try Yams.compose(yaml: yaml) else { return nil }
     var budget = maxNodes
-    guard fits(root, within: &budget) else { throw TooLarge(maxNodes: maxNodes) }
+    try check(root, budget: &budget, levelsLeft: maxDepth, maxNodes: maxNodes, maxDepth: maxDepth)
     return root
   }
 
-  /// Whether `node` and everything under it fits within `budget` nodes (which it lowers); stops
-  /// as soon as it does not, so the walk costs at most the bound.
-  private static func fits(_ node: Node, within budget: inout Int) -> Bool {
+  /// Walks `node` and everything under it, lowering `budget` by one per node; throws as soon as
+  /// the budget or the levels run out, so the walk costs at most the bounds (its recursion is at
+  /// most `maxDepth` deep).
+  private static func check(
+    _ node: Node, budget: inout Int, levelsLeft: Int, maxNodes: Int, maxDepth: Int
+  ) throws(TooLarge) {
     budget -= 1
-    guard budget >= 0 else { return false }
+    guard budget >= 0 else { throw .values(maxNodes) }
+    guard levelsLeft > 0 else { throw .depth(maxDepth) }
+    func child(_ node: Node) throws(TooLarge) {
+      try check(
+        node, budget: &budget, levelsLeft: levelsLeft - 1, maxNodes: maxNodes, maxDepth: maxDepth)
+    }
     switch node {
     case .scalar, .alias:
-      return true
+      return
     case .sequence(let sequence):
-      return sequence.allSatisfy { fits($0, within: &budget) }
+      for item in sequence { try child(item) }
     case .mapping(let mapping):
-      return mapping.allSatisfy { fits($0.key, within: &budget) && fits($0.value, within: &budget) }
+      for (key, value) in mapping {
+        try child(key)
+        try child(value)
+      }
     }
   }
 }
