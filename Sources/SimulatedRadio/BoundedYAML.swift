@@ -52,33 +52,34 @@ package enum BoundedYAML {
   ) throws -> Node? {
     guard let root = try Yams.compose(yaml: yaml) else { return nil }
     var budget = maxNodes
-    try check(root, budget: &budget, levelsLeft: maxDepth, maxNodes: maxNodes, maxDepth: maxDepth)
-    return root
+    switch walk(root, budget: &budget, levelsLeft: maxDepth) {
+    case .fits: return root
+    case .tooMany: throw TooLarge.values(maxNodes)
+    case .tooDeep: throw TooLarge.depth(maxDepth)
+    }
   }
 
-  /// Walks `node` and everything under it, lowering `budget` by one per node; throws as soon as
-  /// the budget or the levels run out, so the walk costs at most the bounds (its recursion is at
-  /// most `maxDepth` deep).
-  private static func check(
-    _ node: Node, budget: inout Int, levelsLeft: Int, maxNodes: Int, maxDepth: Int
-  ) throws(TooLarge) {
+  /// What ``walk(_:budget:levelsLeft:)`` found.
+  private enum Walk { case fits, tooMany, tooDeep }
+
+  /// Walks `node` and everything under it, lowering `budget` by one per node, and stops as soon
+  /// as the budget or the levels run out: the walk costs at most the bounds, and its recursion
+  /// is at most `levelsLeft` deep.
+  private static func walk(_ node: Node, budget: inout Int, levelsLeft: Int) -> Walk {
     budget -= 1
-    guard budget >= 0 else { throw .values(maxNodes) }
-    guard levelsLeft > 0 else { throw .depth(maxDepth) }
-    func child(_ node: Node) throws(TooLarge) {
-      try check(
-        node, budget: &budget, levelsLeft: levelsLeft - 1, maxNodes: maxNodes, maxDepth: maxDepth)
+    guard budget >= 0 else { return .tooMany }
+    guard levelsLeft > 0 else { return .tooDeep }
+    func children(_ nodes: some Sequence<Node>) -> Walk {
+      for child in nodes {
+        let found = walk(child, budget: &budget, levelsLeft: levelsLeft - 1)
+        guard found == .fits else { return found }
+      }
+      return .fits
     }
     switch node {
-    case .scalar, .alias:
-      return
-    case .sequence(let sequence):
-      for item in sequence { try child(item) }
-    case .mapping(let mapping):
-      for (key, value) in mapping {
-        try child(key)
-        try child(value)
-      }
+    case .scalar, .alias: return .fits
+    case .sequence(let sequence): return children(sequence)
+    case .mapping(let mapping): return children(mapping.lazy.flatMap { [$0.key, $0.value] })
     }
   }
 }

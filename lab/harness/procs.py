@@ -30,16 +30,25 @@ class LabError(AssertionError):
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
+def stat_cpu(stat: str) -> tuple[str, float]:
+    """(name, utime + stime in seconds) from the text of a `/proc/<pid>/stat` or
+    `/proc/<pid>/task/<tid>/stat` file. The name sits in brackets and may hold spaces and
+    brackets itself, so the fields are counted from the last `)`."""
+    head, _, rest = stat.rpartition(")")
+    fields = rest.split()
+    return head.split("(", 1)[1], (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
 def cpu_seconds(pid: int, missing: float | None = None) -> float:
     """utime + stime of a process (all its threads), in seconds. When the process is gone:
     `missing` if given, else OSError."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         if missing is None:
             raise
         return missing
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return stat_cpu(stat)[1]
 
 
 def thread_files(pid: int, name: str) -> list[tuple[int, str]]:
@@ -63,10 +72,8 @@ def thread_cpu_seconds(pid: int) -> dict[str, float]:
     seconds; empty when the process is gone. Names are the kernel's 15-character `comm`."""
     out: dict[str, float] = {}
     for _, stat in thread_files(pid, "stat"):
-        head, _, rest = stat.rpartition(")")
-        name = head.split("(", 1)[1]
-        fields = rest.split()
-        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / CLK_TCK
+        name, seconds = stat_cpu(stat)
+        out[name] = out.get(name, 0.0) + seconds
     return out
 
 
@@ -83,11 +90,10 @@ def process_seconds() -> dict[str, float]:
         if not d.name.isdigit():
             continue
         try:
-            head, _, rest = (d / "stat").read_text().rpartition(")")
+            name, seconds = stat_cpu((d / "stat").read_text())
         except OSError:
             continue  # ended meanwhile
-        name, fields = head.split("(", 1)[1], rest.split()
-        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / CLK_TCK
+        out[name] = out.get(name, 0.0) + seconds
     return out
 
 
