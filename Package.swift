@@ -60,10 +60,15 @@ let package = Package(
         "DBus", "BridgeCore", "Backoff", "LoopSupport", .product(name: "Logging", package: "swift-log"),
       ],
       swiftSettings: strict),
+    // YAML read within bounds (file size, aliases expanded): the configuration and the
+    // simulated world file; not a product.
+    .target(
+      name: "YAMLSupport", dependencies: [.product(name: "Yams", package: "Yams")],
+      swiftSettings: strict),
     .target(
       name: "SimulatedRadio",
       dependencies: [
-        "BridgeCore", "LoopSupport", .product(name: "Yams", package: "Yams"),
+        "BridgeCore", "LoopSupport", "YAMLSupport", .product(name: "Yams", package: "Yams"),
         .product(name: "HeapModule", package: "swift-collections"),
       ],
       swiftSettings: strict),
@@ -85,7 +90,7 @@ let package = Package(
       name: "Gateway",
       dependencies: [
         "Mosquitto", "BridgeCore", "BlueZ", "SimulatedRadio", "Backoff", "Web", "LoopSupport",
-        .product(name: "Metrics", package: "swift-metrics"),
+        "YAMLSupport", .product(name: "Metrics", package: "swift-metrics"),
         .product(name: "Configuration", package: "swift-configuration"),
         .product(name: "Yams", package: "Yams"),
         .product(name: "Logging", package: "swift-log"),
@@ -104,6 +109,10 @@ let package = Package(
 
     .testTarget(name: "BackoffTests", dependencies: ["Backoff"], swiftSettings: strict),
     .testTarget(name: "LoopSupportTests", dependencies: ["LoopSupport"], swiftSettings: strict),
+    .testTarget(
+      name: "YAMLSupportTests",
+      dependencies: ["YAMLSupport", .product(name: "Yams", package: "Yams")],
+      swiftSettings: strict),
     .testTarget(name: "BridgeCoreTests", dependencies: ["BridgeCore"], swiftSettings: strict),
     .testTarget(
       name: "DBusTests", dependencies: ["DBus", "BusTestSupport"], swiftSettings: strict),
@@ -115,12 +124,12 @@ let package = Package(
       ],
       swiftSettings: strict),
     .testTarget(
-      name: "SimulatedRadioTests", dependencies: ["SimulatedRadio", "BridgeCore"],
+      name: "SimulatedRadioTests", dependencies: ["SimulatedRadio", "BridgeCore", "YAMLSupport"],
       swiftSettings: strict),
     .testTarget(
       name: "MosquittoTests", dependencies: ["Mosquitto", "TestSupport"], swiftSettings: strict),
     .testTarget(
-      name: "GatewayTests", dependencies: ["Gateway", "TestSupport"],
+      name: "GatewayTests", dependencies: ["Gateway", "TestSupport", "YAMLSupport"],
       resources: [.copy("Fixtures")], swiftSettings: strict),
     .testTarget(
       name: "WebTests",

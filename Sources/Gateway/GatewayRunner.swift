@@ -7,6 +7,7 @@ public import ServiceLifecycle
 public import SimulatedRadio
 public import UnixSignals
 public import Web
+import YAMLSupport
 
 /// Runs a ``GatewayService`` in a `ServiceGroup` until SIGTERM or SIGINT.
 public enum GatewayRunner {
@@ -182,9 +183,9 @@ public enum GatewayRunner {
     guard let path else { return .builtIn }
     let text: String
     do {
-      text = try String(contentsOfFile: path, encoding: .utf8)
+      text = try YAMLFile.read(atPath: path)
     } catch {
-      throw GatewayError("bluetooth.simulation: cannot read \(path): \(error.localizedDescription)")
+      throw GatewayError("bluetooth.simulation: \(path) \(error)")
     }
     do {
       return try SimulatedWorld.parse(yaml: text)

@@ -1,3 +1,4 @@
+import YAMLSupport
 import Yams
 
 extension SimulatedWorld {
@@ -31,7 +32,7 @@ extension SimulatedWorld {
     let root: Node?
     do {
       root = try BoundedYAML.compose(yaml: yaml)
-    } catch let error as BoundedYAML.TooLarge {
+    } catch let error as BoundedYAML.Refusal {
       throw Error(path: "", message: error.description)
     } catch {
       throw Error(path: "", message: "not YAML: \(error)")

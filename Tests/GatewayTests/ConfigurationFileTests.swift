@@ -25,6 +25,15 @@ struct ConfigurationFileTests {
     #expect(error.description == "\(path): is a directory, not a configuration file")
   }
 
+  @Test func aFileLargerThanTheBoundIsRefusedUnread() async throws {
+    // A path naming something that never ends (here /dev/zero) was read until memory ran out.
+    let error = try #require(await ConfigurationFixture.error(file: "/dev/zero"))
+    #expect(error.key == nil)
+    #expect(
+      error.description
+        == "/dev/zero: the configuration file is larger than 1024 KiB: is it the right file?")
+  }
+
   @Test func unknownKeyIsReportedWithItsPathLineAndASuggestion() async throws {
     let path = try ConfigurationFixture.file("mqtt:\n  port: 1883\n  hots: broker.lan\n")
     let error = try #require(await ConfigurationFixture.error(file: path))

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import YAMLSupport
 
 @testable import SimulatedRadio
 
@@ -121,7 +122,7 @@ struct SimulatedWorldTests {
       yaml += "  - &l\(level) [\(aliases)]\n"
     }
     yaml += "devices: [*l8, *l8, *l8, *l8, *l8, *l8, *l8, *l8, *l8, *l8]\n"
-    let refusal = BoundedYAML.TooLarge.values(BoundedYAML.defaultMaxNodes).description
+    let refusal = BoundedYAML.Refusal.values(BoundedYAML.defaultMaxNodes).description
     #expect(throws: SimulatedWorld.Error(path: "", message: refusal)) {
       try SimulatedWorld.parse(yaml: yaml)
     }

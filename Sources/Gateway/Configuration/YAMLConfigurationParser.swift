@@ -1,5 +1,5 @@
 import Foundation
-import SimulatedRadio
+import YAMLSupport
 import Yams
 
 /// Reads the YAML configuration file and checks it against the schema.
@@ -16,24 +16,26 @@ enum YAMLConfigurationParser {
   ///
   /// - Parameter path: The file's path, also the source name in errors.
   /// - Returns: The file's settings.
-  /// - Throws: ``ConfigurationError`` for a missing or unreadable file, invalid YAML, a top
+  /// - Throws: ``ConfigurationError`` for a missing, unreadable or over-large file
+  ///   (``YAMLFile/defaultMaxBytes``), invalid YAML, a top
   ///   level that is not a mapping, or any key or value that does not fit the schema.
   static func layer(fromFileAt path: String) throws(ConfigurationError) -> ConfigurationLayer {
     func failure(_ message: String) -> ConfigurationError {
       ConfigurationError(key: nil, source: path, message: message)
     }
-    var isDirectory: ObjCBool = false
-    guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-      throw failure("configuration file not found")
-    }
-    guard !isDirectory.boolValue else {
-      throw failure("is a directory, not a configuration file")
-    }
-    guard let data = FileManager.default.contents(atPath: path) else {
-      throw failure("cannot read the configuration file (check its permissions)")
-    }
-    guard let text = String(bytes: data, encoding: .utf8) else {
-      throw failure("the configuration file is not UTF-8 text")
+    let text: String
+    do {
+      text = try YAMLFile.read(atPath: path)
+    } catch {
+      switch error {
+      case .notFound: throw failure("configuration file not found")
+      case .isDirectory: throw failure("is a directory, not a configuration file")
+      case .unreadable(let reason): throw failure("cannot read the configuration file (\(reason))")
+      case .tooLarge(let maxBytes):
+        throw failure(
+          "the configuration file is larger than \(maxBytes / 1024) KiB: is it the right file?")
+      case .notUTF8: throw failure("the configuration file is not UTF-8 text")
+      }
     }
     return try layer(yaml: text, source: path)
   }
@@ -49,7 +51,7 @@ enum YAMLConfigurationParser {
     let root: Node?
     do {
       root = try BoundedYAML.compose(yaml: yaml)
-    } catch let error as BoundedYAML.TooLarge {
+    } catch let error as BoundedYAML.Refusal {
       throw ConfigurationError(key: nil, source: source, message: error.description)
     } catch let error as YamlError {
       throw syntaxError(error, source: source)
