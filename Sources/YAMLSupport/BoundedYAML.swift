@@ -1,3 +1,5 @@
+import Dispatch
+import Foundation
 package import Yams
 
 /// YAML composed with bounds on what it stands for once its aliases are expanded.
@@ -8,21 +10,27 @@ package import Yams
 /// the expanded tree, once per alias:
 /// - a reader of the document (the configuration's schema check, the world file's), which hung;
 /// - Yams itself, which hashes every mapping key to find duplicates: a key that is an alias of
-///   such a list (`? *bomb`) hangs the parser before it returns anything;
-/// - Swift, freeing the tree: aliases also nest, the parser refuses text nested more than 1,000
-///   levels deep, but a list 900 levels deep holding an alias of another such list is 1,800
-///   levels deep once expanded, and freeing a chain of a hundred of them overflowed the stack.
+///   such a list (`? *bomb`, or `{*bomb}`) hung the parser before it returned anything;
+/// - Swift, freeing the tree, and Yams, hashing a key: aliases also nest. The parser refuses
+///   text nested more than 1,000 levels deep, but a list 900 levels deep holding an alias of
+///   another such list is 1,800 levels deep once expanded; freeing a chain of a hundred of them
+///   overflowed the stack (signal 11).
 ///
-/// ``compose(yaml:maxNodes:maxDepth:)`` guards all three: it refuses a key that could hold an
-/// alias before the parser starts (``keyThatCouldHoldAnAlias(in:)``); it counts the nodes a walk
-/// would visit and how deep it goes, stopping at either bound, before anyone walks the tree; and
-/// it frees a refused tree one anchored node at a time (``Composition``).
+/// ``compose(yaml:maxNodes:maxDepth:timeLimit:)`` counts the nodes a reader's walk would visit
+/// and how deep it goes, stopping at either bound, before anyone walks the tree. What happens
+/// inside Yams cannot be bounded from outside (a byte scan for such keys, tried first, was led
+/// past them by line breaks other than `\n` and by flow mappings' keys without `:`), so Yams
+/// composes on a thread of its own whose stack holds the deepest tree the text can stand for
+/// (``stackSize(forTextOf:)``), within a time limit; a refused tree is freed there too.
 package enum BoundedYAML {
   /// The most nodes (scalars, lists, mappings, keys counted) a document may stand for: about
   /// 500 times the largest shipped file (`config/gatt2mqtt.example.yaml`, under 200 nodes).
   package static let defaultMaxNodes = 100_000
   /// The deepest a document may nest, aliases expanded: the shipped files nest 6 levels.
   package static let defaultMaxDepth = 64
+  /// How long composing may take: a file of 256 KiB (``YAMLFile/defaultMaxBytes``) takes well
+  /// under a second here.
+  package static let defaultTimeLimit: Duration = .seconds(10)
 
   /// A document refused before it is read.
   package struct Refusal: Error, Sendable, Hashable, CustomStringConvertible {
@@ -43,39 +51,81 @@ package enum BoundedYAML {
           + "(*name) are expanded")
     }
 
-    /// A mapping key on `line` that is, or may hold, an alias, in a document that uses aliases.
-    package static func aliasKey(line: Int) -> Refusal {
+    /// Not composed within `timeLimit`.
+    package static func time(_ timeLimit: Duration) -> Refusal {
       Refusal(
-        description: "line \(line): a mapping key that is an alias, a list or a mapping (`? `, "
-          + "`[…]:`, `{…}:` or `*name:`), in a document that uses aliases (*name); keys must "
-          + "be names")
+        description: "the document was not read within \(timeLimit): a mapping key that is an "
+          + "alias (`? *name`, `{*name}`) makes the parser compare everything the alias stands "
+          + "for; keys must be names")
     }
   }
 
   /// Composes a YAML document, refusing one that stands for more than `maxNodes` nodes or nests
-  /// deeper than `maxDepth` levels, aliases expanded, or whose mapping keys could hold an alias.
+  /// deeper than `maxDepth` levels, aliases expanded, or that is not composed within
+  /// `timeLimit`.
+  ///
+  /// The calling thread waits for the composing thread. After a refusal for time, that thread
+  /// runs on until Yams returns; the caller, refused its configuration, ends the process.
   ///
   /// - Parameters:
   ///   - yaml: The document.
   ///   - maxNodes: The most nodes it may stand for.
   ///   - maxDepth: The deepest it may nest (the root is level 1).
+  ///   - timeLimit: How long composing may take.
   /// - Returns: The root node, `nil` for an empty document.
   /// - Throws: `YamlError` for invalid YAML (as `Yams.compose`), ``Refusal`` past a bound.
   package static func compose(
-    yaml: String, maxNodes: Int = defaultMaxNodes, maxDepth: Int = defaultMaxDepth
+    yaml: String, maxNodes: Int = defaultMaxNodes, maxDepth: Int = defaultMaxDepth,
+    timeLimit: Duration = defaultTimeLimit
   ) throws -> Node? {
-    if let line = keyThatCouldHoldAnAlias(in: yaml) { throw Refusal.aliasKey(line: line) }
-    let composition = try Composition(yaml: yaml)
-    switch composition.measure(maxNodes: maxNodes, maxDepth: maxDepth) {
-    case .fits: return composition.root
-    case .tooMany:
-      composition.dismantle()
-      throw Refusal.values(maxNodes)
-    case .tooDeep:
-      composition.dismantle()
-      throw Refusal.depth(maxDepth)
+    let handoff = Handoff()
+    let thread = Thread {
+      handoff.outcome = Result {
+        guard let root = try Yams.compose(yaml: yaml) else { return nil }
+        var budget = maxNodes
+        switch walk(root, budget: &budget, levelsLeft: maxDepth) {
+        case .fits: return root
+        case .tooMany: throw Refusal.values(maxNodes)
+        case .tooDeep: throw Refusal.depth(maxDepth)
+        }
+      }
+      handoff.done.signal()
     }
+    thread.name = "yaml-compose"
+    thread.stackSize = stackSize(forTextOf: yaml)
+    thread.start()
+    let seconds =
+      Double(timeLimit.components.seconds)
+      + Double(timeLimit.components.attoseconds) / 1e18
+    guard handoff.done.wait(timeout: .now() + seconds) == .success else {
+      throw Refusal.time(timeLimit)
+    }
+    return try handoff.outcome.get()
   }
+
+  /// What the composing thread hands back.
+  private final class Handoff: @unchecked Sendable {
+    // Safety: the composing thread writes `outcome` once, before it signals `done`; the caller
+    // reads it only after `done` was signalled (and never after a refusal for time).
+    var outcome: Result<Node?, any Error> = .success(nil)
+    let done = DispatchSemaphore(value: 0)
+  }
+
+  /// The stack the composing thread needs for `yaml`: Swift frees a tree, and Yams hashes a
+  /// key, recursively, one level per level of nesting, and a text of n bytes nests at most n/2
+  /// levels once its aliases are expanded (`[` and `]`, or `- `, per level), whatever it says.
+  /// ``bytesPerLevel`` was measured (`BoundedYAMLTests`); at least 8 MiB, the main thread's.
+  /// The stack is address space: only a document that nests that deep touches it.
+  ///
+  /// - Parameter yaml: The document.
+  /// - Returns: The stack size in bytes.
+  static func stackSize(forTextOf yaml: String) -> Int {
+    max(8 << 20, (yaml.utf8.count / 2 + 1_000) * bytesPerLevel)
+  }
+
+  /// Stack bytes per level of nesting that freeing a tree or hashing a key takes: hashing a key
+  /// 500,000 levels deep overflowed 512 bytes a level in a debug build and fit in 2,048.
+  static let bytesPerLevel = 2048
 
   /// What ``walk(_:budget:levelsLeft:)`` found.
   enum Walk { case fits, tooMany, tooDeep }

@@ -7,8 +7,9 @@ import Foundation
 /// out. The bound also caps what ``BoundedYAML`` composes and what it keeps of a document the
 /// parser refused part-way.
 package enum YAMLFile {
-  /// The largest file read: 1 MiB, 60 times the shipped example configuration.
-  package static let defaultMaxBytes = 1 << 20
+  /// The largest file read: 256 KiB, 16 times the shipped example configuration (which sets
+  /// every key). It also sizes the stack ``BoundedYAML`` composes on.
+  package static let defaultMaxBytes = 256 << 10
 
   /// Why a file could not be read.
   package enum ReadError: Error, Sendable, Hashable, CustomStringConvertible {

@@ -31,7 +31,7 @@ struct ConfigurationFileTests {
     #expect(error.key == nil)
     #expect(
       error.description
-        == "/dev/zero: the configuration file is larger than 1024 KiB: is it the right file?")
+        == "/dev/zero: the configuration file is larger than 256 KiB: is it the right file?")
   }
 
   @Test func unknownKeyIsReportedWithItsPathLineAndASuggestion() async throws {

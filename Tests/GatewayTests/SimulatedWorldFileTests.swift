@@ -10,14 +10,14 @@ struct SimulatedWorldFileTests {
     #expect(try GatewayRunner.simulatedWorld(nil) == .builtIn)
   }
 
-  @Test("a file that never ends is refused at 1 MiB, naming the key and the file")
+  @Test("a file that never ends is refused at 256 KiB, naming the key and the file")
   func endless() {
     let error = #expect(throws: GatewayError.self) {
       try GatewayRunner.simulatedWorld("/dev/zero")
     }
     #expect(
       error?.description
-        == "bluetooth.simulation: /dev/zero is larger than 1024 KiB: is it the right file?")
+        == "bluetooth.simulation: /dev/zero is larger than 256 KiB: is it the right file?")
   }
 
   @Test("a missing file and a bad key are errors naming the key, the file and what is wrong")
