@@ -51,6 +51,11 @@ package enum BoundedYAML {
           + "(*name) are expanded")
     }
 
+    /// Longer than `maxBytes`, the bound the composing thread's stack is sized for.
+    package static func size(_ maxBytes: Int) -> Refusal {
+      Refusal(description: "the document is longer than \(maxBytes / 1024) KiB")
+    }
+
     /// Not composed within `timeLimit`.
     package static func time(_ timeLimit: Duration) -> Refusal {
       Refusal(
@@ -61,8 +66,8 @@ package enum BoundedYAML {
   }
 
   /// Composes a YAML document, refusing one that stands for more than `maxNodes` nodes or nests
-  /// deeper than `maxDepth` levels, aliases expanded, or that is not composed within
-  /// `timeLimit`.
+  /// deeper than `maxDepth` levels, aliases expanded, that is not composed within `timeLimit`,
+  /// or that is longer than ``YAMLFile/defaultMaxBytes``.
   ///
   /// The calling thread waits for the composing thread. After a refusal for time, that thread
   /// runs on until Yams returns; the caller, refused its configuration, ends the process.
@@ -78,8 +83,14 @@ package enum BoundedYAML {
     yaml: String, maxNodes: Int = defaultMaxNodes, maxDepth: Int = defaultMaxDepth,
     timeLimit: Duration = defaultTimeLimit
   ) throws -> Node? {
+    // The stack below is sized for this bound; the files' reader holds to it already, and a
+    // text past it would need more stack than corelibs grants a thread (1 GiB at most).
+    guard yaml.utf8.count <= YAMLFile.defaultMaxBytes else {
+      throw Refusal.size(YAMLFile.defaultMaxBytes)
+    }
     let handoff = Handoff()
     let thread = Thread {
+      Thread.current.name = "yaml-compose"
       handoff.outcome = Result {
         guard let root = try Yams.compose(yaml: yaml) else { return nil }
         var budget = maxNodes
@@ -91,13 +102,9 @@ package enum BoundedYAML {
       }
       handoff.done.signal()
     }
-    thread.name = "yaml-compose"
     thread.stackSize = stackSize(forTextOf: yaml)
     thread.start()
-    let seconds =
-      Double(timeLimit.components.seconds)
-      + Double(timeLimit.components.attoseconds) / 1e18
-    guard handoff.done.wait(timeout: .now() + seconds) == .success else {
+    guard handoff.done.wait(timeout: .now() + timeLimit / .seconds(1)) == .success else {
       throw Refusal.time(timeLimit)
     }
     return try handoff.outcome.get()

@@ -127,6 +127,14 @@ struct BoundedYAMLTests {
     #expect(root.mapping?["b"]?.sequence?.first?.sequence?.count == 2)
   }
 
+  @Test("a text longer than the files' bound is refused before a stack is sized for it")
+  func tooLong() {
+    let text = "# " + String(repeating: "x", count: YAMLFile.defaultMaxBytes) + "\n"
+    #expect(throws: BoundedYAML.Refusal.size(YAMLFile.defaultMaxBytes)) {
+      try BoundedYAML.compose(yaml: text)
+    }
+  }
+
   @Test("the composing thread's stack grows with the text: at least 8 MiB")
   func stackSize() {
     #expect(BoundedYAML.stackSize(forTextOf: "a: 1\n") == 8 << 20)
