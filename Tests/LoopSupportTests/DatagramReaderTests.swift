@@ -10,9 +10,13 @@ private final class Received: Sendable {
   let values = Mutex<[[UInt8]]>([])
   let batches = Mutex(0)
   let closedCount = Mutex(0)
+  /// When the last batch arrived, timed on the reader thread (the test's own tasks may be late
+  /// when tests run in parallel).
+  let lastBatchAt = Mutex<ContinuousClock.Instant?>(nil)
 
   var receive: @Sendable ([[UInt8]]) -> Void {
     { batch in
+      self.lastBatchAt.withLock { $0 = .now }
       self.batches.withLock { $0 += 1 }
       self.values.withLock { $0 += batch }
     }
@@ -180,7 +184,8 @@ struct DatagramReaderTests {
     send(lonePeer, [0xAB])
     #expect(await single.wait { $0.values.withLock { $0 == [[0xAB]] } })
     // Read at once, not when the other socket's interval ends (up to 2 s later).
-    #expect(ContinuousClock.now - sent < .milliseconds(1000))
+    let read = try #require(single.lastBatchAt.withLock { $0 })
+    #expect(read - sent < .milliseconds(1000))
     #expect(await streamed.wait(seconds: 20) { $0.values.withLock { $0.count } == 300 })
     #expect(streamed.values.withLock { $0 } == (0..<300).map { [UInt8($0 & 0xFF)] })
   }
@@ -212,7 +217,8 @@ struct DatagramReaderTests {
     send(theirs, [12])
     #expect(await received.wait { $0.values.withLock { $0.count } == 13 })
     // Read at once, not at the end of a 2-s interval.
-    #expect(ContinuousClock.now - sent < .milliseconds(1000))
+    let read = try #require(received.lastBatchAt.withLock { $0 })
+    #expect(read - sent < .milliseconds(1000))
     #expect(received.values.withLock { $0 } == (0...12).map { [UInt8($0)] })
   }
 
@@ -254,14 +260,22 @@ struct DatagramReaderTests {
     defer { reader.stop() }
     let (mine, theirs) = try socketPair()
     let received = Received()
-    reader.add(mine, receive: received.receive, closed: received.closed)
+    // Timed on the reader thread: the test's own task may be late when tests run in parallel.
+    let closedAt = Mutex<ContinuousClock.Instant?>(nil)
+    reader.add(
+      mine, receive: received.receive,
+      closed: {
+        closedAt.withLock { $0 = .now }
+        received.closed()
+      })
     for value in 0..<20 { send(theirs, [UInt8(value)]) }  // fast: the reader gathers next
     #expect(await received.wait { $0.values.withLock { $0.count } == 20 })
     for value in 20..<30 { send(theirs, [UInt8(value)]) }
-    close(theirs)
     let started = ContinuousClock.now
+    close(theirs)
     #expect(await received.wait { $0.closedCount.withLock { $0 } == 1 })
-    #expect(ContinuousClock.now - started < .seconds(2))
+    let closed = try #require(closedAt.withLock { $0 })
+    #expect(closed - started < .seconds(2))
     #expect(received.values.withLock { $0 } == (0..<30).map { [UInt8($0)] })
   }
 
