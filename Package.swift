@@ -41,7 +41,7 @@ let package = Package(
     // Retry delays, shared by the MQTT client, the BlueZ session and the bridges.
     .target(name: "Backoff", swiftSettings: strict),
     // The mailbox and poll of the loop threads (MQTT, D-Bus, datagram readers, the simulated
-    // world); not a product.
+    // world) and the threads themselves (also YAML's composing thread); not a product.
     .target(name: "LoopSupport", swiftSettings: strict),
     .target(
       name: "Mosquitto",
@@ -63,7 +63,7 @@ let package = Package(
     // YAML read within bounds (file size, aliases expanded): the configuration and the
     // simulated world file; not a product.
     .target(
-      name: "YAMLSupport", dependencies: [.product(name: "Yams", package: "Yams")],
+      name: "YAMLSupport", dependencies: ["LoopSupport", .product(name: "Yams", package: "Yams")],
       swiftSettings: strict),
     .target(
       name: "SimulatedRadio",

@@ -180,6 +180,8 @@ final class BridgeDriver<Bridge: DrivenBridge>: Sendable {
         extra()
         return seconds
       }
+      // Cancelled already: no tick (the handler below stops it before it would start).
+      if !Task.isCancelled { try ticker.start() }
     } catch {
       logger.warning("no thread for the bridge's ticks (\(error)); ticking from a task")
       while !Task.isCancelled {
@@ -190,7 +192,6 @@ final class BridgeDriver<Bridge: DrivenBridge>: Sendable {
       return
     }
     await withTaskCancellationHandler {
-      ticker.start()
       await ticker.ended()
     } onCancel: {
       ticker.stop()

@@ -71,7 +71,7 @@ public final class DatagramReader: Sendable {
   ///   - gathering: The interval over which fast datagrams gather (`.zero`: none).
   ///   - gatheringCeiling: The datagrams in one read from which a socket no longer gathers
   ///     (`nil`: a quarter of `batchLimit`).
-  /// - Throws: ``LoopError`` when the wake-up pipe cannot be made.
+  /// - Throws: ``LoopError`` when the wake-up pipe or the thread cannot be made.
   public init(
     name: String, maxDatagram: Int = 1024, batchLimit: Int = 256, gathering: Duration = .zero,
     gatheringCeiling: Int? = nil
@@ -81,7 +81,7 @@ public final class DatagramReader: Sendable {
     self.batchLimit = max(1, batchLimit)
     self.gathering = max(0, gathering.seconds)
     self.gatheringCeiling = max(2, gatheringCeiling ?? self.batchLimit / 4)
-    startThread(named: name) { [self] in run() }
+    try startThread(named: name) { [self] in run() }
   }
 
   /// Registers a socket; from now on its datagrams reach `receive` on the reader thread.

@@ -37,11 +37,20 @@ public final class DeadlineThread: Sendable {
 
   /// Starts the thread (once); it runs a turn at once. A ``wake()`` that came before is not
   /// lost: the first turn runs after it.
-  public func start() {
+  ///
+  /// - Throws: ``LoopError`` when the system refuses the thread; it has ended then (its turns
+  ///   never run, ``ended()`` returns at once).
+  public func start() throws(LoopError) {
     guard !started.exchange(true, ordering: .sequentiallyConsistent) else { return }
     // Stopped before it started: it never runs.
     guard !stopped.load(ordering: .sequentiallyConsistent) else { return markEnded() }
-    startThread(named: name) { [self] in run(turn) }
+    do {
+      try startThread(named: name) { [self] in run(turn) }
+    } catch {
+      _ = mailbox.close()
+      markEnded()
+      throw error
+    }
   }
 
   /// Ends the wait the thread is in (its next turn runs at once).

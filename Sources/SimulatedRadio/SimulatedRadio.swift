@@ -129,12 +129,20 @@ public final class SimulatedRadio: GATTCentral, BLEPeripheral, Sendable {
   /// the central's: the bridge's fast path runs on it, and the simulated benchmarks measure
   /// that path rather than a task's timer.
   public func run() async {
-    let thread: DeadlineThread
+    var started: DeadlineThread?
     do {
-      thread = try DeadlineThread(name: "sim-world") { [self] in turn() }
+      let thread = try DeadlineThread(name: "sim-world") { [self] in turn() }
+      // Known before it starts: a port call from now on wakes it (a call between its first
+      // turn and this would otherwise leave it waiting for a job it does not know of).
+      worldThread.withLock { $0 = thread }
+      try thread.start()
+      started = thread
     } catch {
-      // No pipe for the thread's wake-ups (out of descriptors): the same turns in this task,
-      // at least every 20 ms for jobs scheduled by port calls.
+      worldThread.withLock { $0 = nil }
+    }
+    guard let thread = started else {
+      // No pipe for the thread's wake-ups (out of descriptors) or no thread: the same turns in
+      // this task, at least every 20 ms for jobs scheduled by port calls.
       while !Task.isCancelled {
         try? await Task.sleep(for: .seconds(min(turn() ?? 0.02, max(0.02, world.eventInterval))))
       }
@@ -142,10 +150,6 @@ public final class SimulatedRadio: GATTCentral, BLEPeripheral, Sendable {
       peripheralHub.finish()
       return
     }
-    // Known before it starts: a port call from now on wakes it (a call between its first
-    // turn and this would otherwise leave it waiting for a job it does not know of).
-    worldThread.withLock { $0 = thread }
-    thread.start()
     await withTaskCancellationHandler {
       await thread.ended()
     } onCancel: {

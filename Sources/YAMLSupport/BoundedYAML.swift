@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import LoopSupport
 package import Yams
 
 /// YAML composed with bounds on what it stands for once its aliases are expanded.
@@ -56,6 +56,11 @@ package enum BoundedYAML {
       Refusal(description: "the document is longer than \(maxBytes / 1024) KiB")
     }
 
+    /// Not composed: the system refused the thread that composes (`reason` says why).
+    package static func noThread(_ reason: String) -> Refusal {
+      Refusal(description: "the document was not read: no thread to read it on (\(reason))")
+    }
+
     /// Not composed within `timeLimit`.
     package static func time(_ timeLimit: Duration) -> Refusal {
       Refusal(
@@ -78,32 +83,46 @@ package enum BoundedYAML {
   ///   - maxDepth: The deepest it may nest (the root is level 1).
   ///   - timeLimit: How long composing may take.
   /// - Returns: The root node, `nil` for an empty document.
-  /// - Throws: `YamlError` for invalid YAML (as `Yams.compose`), ``Refusal`` past a bound.
+  /// - Throws: `YamlError` for invalid YAML (as `Yams.compose`), ``Refusal`` past a bound or
+  ///   when the system refuses the composing thread.
   package static func compose(
     yaml: String, maxNodes: Int = defaultMaxNodes, maxDepth: Int = defaultMaxDepth,
     timeLimit: Duration = defaultTimeLimit
   ) throws -> Node? {
-    // The stack below is sized for this bound; the files' reader holds to it already, and a
-    // text past it would need more stack than corelibs grants a thread (1 GiB at most).
+    try compose(
+      yaml: yaml, maxNodes: maxNodes, maxDepth: maxDepth, timeLimit: timeLimit,
+      stackSize: stackSize(forTextOf: yaml))
+  }
+
+  /// ``compose(yaml:maxNodes:maxDepth:timeLimit:)`` on a thread with a stack of `stackSize`
+  /// bytes (tests ask for one the system refuses).
+  ///
+  /// - Throws: As ``compose(yaml:maxNodes:maxDepth:timeLimit:)``.
+  static func compose(
+    yaml: String, maxNodes: Int, maxDepth: Int, timeLimit: Duration, stackSize: Int
+  ) throws -> Node? {
+    // The stack is sized from the text (270 MB of address space at this bound); the files'
+    // reader holds to the bound already.
     guard yaml.utf8.count <= YAMLFile.defaultMaxBytes else {
       throw Refusal.size(YAMLFile.defaultMaxBytes)
     }
     let handoff = Handoff()
-    let thread = Thread {
-      Thread.current.name = "yaml-compose"
-      handoff.outcome = Result {
-        guard let root = try Yams.compose(yaml: yaml) else { return nil }
-        var budget = maxNodes
-        switch walk(root, budget: &budget, levelsLeft: maxDepth) {
-        case .fits: return root
-        case .tooMany: throw Refusal.values(maxNodes)
-        case .tooDeep: throw Refusal.depth(maxDepth)
+    do throws(LoopError) {
+      try startThread(named: "yaml-compose", stackSize: stackSize) {
+        handoff.outcome = Result {
+          guard let root = try Yams.compose(yaml: yaml) else { return nil }
+          var budget = maxNodes
+          switch walk(root, budget: &budget, levelsLeft: maxDepth) {
+          case .fits: return root
+          case .tooMany: throw Refusal.values(maxNodes)
+          case .tooDeep: throw Refusal.depth(maxDepth)
+          }
         }
+        handoff.done.signal()
       }
-      handoff.done.signal()
+    } catch {
+      throw Refusal.noThread("\(error)")
     }
-    thread.stackSize = stackSize(forTextOf: yaml)
-    thread.start()
     guard handoff.done.wait(timeout: .now() + timeLimit / .seconds(1)) == .success else {
       throw Refusal.time(timeLimit)
     }
@@ -130,8 +149,11 @@ package enum BoundedYAML {
     max(8 << 20, (yaml.utf8.count / 2 + 1_000) * bytesPerLevel)
   }
 
-  /// Stack bytes per level of nesting that freeing a tree or hashing a key takes: hashing a key
-  /// 500,000 levels deep overflowed 512 bytes a level in a debug build and fit in 2,048.
+  /// Stack bytes per level of nesting that freeing a tree or hashing a key takes, measured in a
+  /// debug build: hashing a key 500,000 levels deep overflowed 512 bytes a level and fit in
+  /// 2,048; at the files' bound (256 KiB) a key standing for a chain of lists 126,000 levels
+  /// deep overflowed 512 and fit in 2,048, and one of mappings (`{k: {k: …}}`, 5 bytes of
+  /// text a level where lists take 2) 51,300 levels deep fit in 512 too.
   static let bytesPerLevel = 2048
 
   /// What ``walk(_:budget:levelsLeft:)`` found.

@@ -32,13 +32,14 @@ struct GatewayHardeningTests {
     let gateway = try GatewayProcess(broker: broker)
     #expect(
       await eventually { gateway.log.contains("failed") }, "log: \(gateway.log)")
-    gateway.child.signal(signal.number)
     let started = ContinuousClock.now
-    let status = await gateway.child.wait(timeout: 2)
+    gateway.child.signal(signal.number)
+    // Waited for a while longer: the bound is the exit's own time, taken on the reaping thread.
+    let exit = await gateway.child.waitTimed(timeout: 10)
     #expect(
-      status != nil, "still running 2 s after SIG\(signal.rawValue.uppercased()): \(gateway.log)")
-    #expect(ContinuousClock.now - started < .seconds(2))
-    #expect(status.map(ChildProcess.exitCode) == 0, "log: \(gateway.log)")
+      exit != nil, "still running 10 s after SIG\(signal.rawValue.uppercased()): \(gateway.log)")
+    if let exit { #expect(exit.exited - started < .seconds(2)) }
+    #expect(exit.map { ChildProcess.exitCode($0.status) } == 0, "log: \(gateway.log)")
     #expect(!gateway.log.contains("Program crashed"))
   }
 

@@ -33,7 +33,7 @@ struct DeadlineThreadTests {
   func turnsAtTheWait() async throws {
     let turns = Turns(wait: 0.05)
     let thread = try DeadlineThread(name: "test-deadline") { turns.turn() }
-    thread.start()
+    try thread.start()
     #expect(await eventually { turns.value >= 1 })
     let start = ContinuousClock.now
     let first = turns.value
@@ -51,7 +51,7 @@ struct DeadlineThreadTests {
   func shortWaits() async throws {
     let turns = Turns(wait: 0.0002)
     let thread = try DeadlineThread(name: "test-deadline") { turns.turn() }
-    thread.start()
+    try thread.start()
     #expect(await eventually { turns.value >= 100 })
     thread.stop()
     await thread.ended()
@@ -61,7 +61,7 @@ struct DeadlineThreadTests {
   func wakeUps() async throws {
     let waitless = Turns(wait: nil)
     let idle = try DeadlineThread(name: "test-deadline") { waitless.turn() }
-    idle.start()
+    try idle.start()
     #expect(await eventually { waitless.value == 1 })
     try await Task.sleep(for: .milliseconds(200))
     #expect(waitless.value == 1)
@@ -72,7 +72,7 @@ struct DeadlineThreadTests {
 
     let long = Turns(wait: 3600)
     let sleeper = try DeadlineThread(name: "test-deadline") { long.turn() }
-    sleeper.start()
+    try sleeper.start()
     #expect(await eventually { long.value == 1 })
     sleeper.wake()
     #expect(await eventually(1) { long.value == 2 })
@@ -89,8 +89,8 @@ struct DeadlineThreadTests {
     try await Task.sleep(for: .milliseconds(100))
     #expect(turns.value == 0)
     thread.wake()
-    thread.start()
-    thread.start()
+    try thread.start()
+    try thread.start()
     // The first turn, then the one the early wake-up asked for.
     #expect(await eventually { turns.value == 2 })
     thread.stop()
@@ -102,7 +102,7 @@ struct DeadlineThreadTests {
     never.stop()
     await waiting.value
     await never.ended()
-    never.start()
+    try never.start()
     try await Task.sleep(for: .milliseconds(100))
     #expect(turns.value == 2)
   }
@@ -111,7 +111,7 @@ struct DeadlineThreadTests {
   func stops() async throws {
     let turns = Turns(wait: 3600)
     let thread = try DeadlineThread(name: "test-deadline") { turns.turn() }
-    thread.start()
+    try thread.start()
     #expect(await eventually { turns.value == 1 })
     thread.stop()
     await thread.ended()

@@ -10,7 +10,7 @@ private final class Gate: Sendable {
   let running = Atomic<Int>(0)
 }
 
-@Suite("startThread: named threads")
+@Suite("startThread: named threads, a refusal thrown")
 struct StartThreadTests {
   @Test("20 threads started at once from the task pool all carry their names in /proc")
   func named() async throws {
@@ -18,9 +18,13 @@ struct StartThreadTests {
     await withTaskGroup(of: Void.self) { group in
       for index in 0..<20 {
         group.addTask {
-          startThread(named: "naming-\(index)") {
-            gate.running.add(1, ordering: .relaxed)
-            while !gate.release.withLock({ $0 }) { usleep(1000) }
+          do {
+            try startThread(named: "naming-\(index)") {
+              gate.running.add(1, ordering: .relaxed)
+              while !gate.release.withLock({ $0 }) { usleep(1000) }
+            }
+          } catch {
+            Issue.record("thread naming-\(index) refused: \(error)")
           }
         }
       }
@@ -38,4 +42,19 @@ struct StartThreadTests {
     let missing = (0..<20).map { "naming-\($0)" }.filter { !names.contains($0) }
     #expect(missing.isEmpty, "unnamed: \(missing)")
   }
+
+  @Test("a thread the system refuses (a stack it cannot map) is thrown, and its body never runs")
+  func refused() async throws {
+    let gate = Gate()
+    #expect(throws: LoopError.self) {
+      try startThread(named: "refused", stackSize: 1 << 60) {
+        gate.running.add(1, ordering: .relaxed)
+      }
+    }
+    try await Task.sleep(for: .milliseconds(100))
+    #expect(gate.running.load(ordering: .relaxed) == 0)
+  }
+
+  // The stack size asked for is shown by BoundedYAMLTests: its deep chains overflow the
+  // default 8 MiB (signal 11) and are freed on a thread started here with a larger one.
 }

@@ -1,6 +1,7 @@
 import BusTestSupport
 public import Foundation
 import Glibc
+import Synchronization
 
 /// A child process started with `posix_spawn` and reaped with `waitpid`.
 ///
@@ -64,6 +65,40 @@ public final class ChildProcess: @unchecked Sendable {
       do { try await Task.sleep(for: .milliseconds(10)) } catch { break }  // cancelled
     }
     return isRunning ? nil : exitStatus
+  }
+
+  /// Waits up to `timeout` seconds for the child to exit, reaping it on a thread of its own so
+  /// that the time it exited is taken there: the test's own task runs late when the whole
+  /// suite shares two cores, and a bound timed in it failed at 3.1 s for a process that had
+  /// ended within 2.
+  ///
+  /// - Parameter timeout: How long to wait, in seconds.
+  /// - Returns: The raw wait status and when `waitpid` returned, or nil if still running (or
+  ///   reaped before this call, when the time is unknown).
+  public func waitTimed(timeout: Double) async -> (status: Int32, exited: ContinuousClock.Instant)?
+  {
+    guard exitStatus == nil else { return nil }
+    let reaped = Reaped()
+    let pid = self.pid
+    Thread {
+      var status: Int32 = 0
+      while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+      reaped.value.withLock { $0 = (status, .now) }
+    }.start()
+    let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+    while true {
+      if let found = reaped.value.withLock({ $0 }) {
+        exitStatus = found.status
+        return found
+      }
+      guard ContinuousClock.now < deadline else { return nil }
+      do { try await Task.sleep(for: .milliseconds(10)) } catch { return nil }  // cancelled
+    }
+  }
+
+  /// What the reaping thread of ``waitTimed(timeout:)`` found.
+  private final class Reaped: Sendable {
+    let value = Mutex<(status: Int32, exited: ContinuousClock.Instant)?>(nil)
   }
 
   /// The exit code if the child exited normally, else nil.

@@ -20,6 +20,18 @@ struct BoundedYAMLTests {
     return yaml
   }
 
+  /// As ``chain(lists:depth:)``, with mappings (`{k: {k: *a}}`) in place of lists: 5 bytes
+  /// of text a level where lists take 2, and a tree of more frames a level (keys and values).
+  static func mappingChain(maps: Int, depth: Int) -> String {
+    var yaml = "chain:\n  - &a x\n"
+    for _ in 1...maps {
+      yaml +=
+        "  - &a " + String(repeating: "{k: ", count: depth) + "*a"
+        + String(repeating: "}", count: depth) + "\n"
+    }
+    return yaml
+  }
+
   /// `levels` levels of lists of ten aliases of the level before, the last `l<levels - 1>`:
   /// 10^levels values in 45 bytes a level.
   static func laughs(levels: Int) -> String {
@@ -72,6 +84,16 @@ struct BoundedYAMLTests {
   }
 
   @Test(
+    "a tree of mappings whose aliases nest 45,000 levels deep is refused and freed without overflowing the stack",
+    .timeLimit(.minutes(1)))
+  func deepMappingChainIsFreed() async {
+    // ``BoundedYAML/bytesPerLevel`` was measured on lists; a level of mappings takes more
+    // frames to free, and its text more bytes, so the stack sized from the text must hold it.
+    let yaml = Self.mappingChain(maps: 50, depth: 900)
+    #expect(await Self.outcome(yaml) == .refused(.depth(BoundedYAML.defaultMaxDepth)))
+  }
+
+  @Test(
     "a key that is an alias of a chain 27,000 levels deep is hashed without overflowing the stack",
     .timeLimit(.minutes(1)))
   func deepKeyIsHashed() async {
@@ -101,6 +123,32 @@ struct BoundedYAMLTests {
     let limit = Duration.milliseconds(5)
     let yaml = Self.laughs(levels: 5) + "? *l4\n: 1\n"
     #expect(await Self.outcome(yaml, timeLimit: limit) == .refused(.time(limit)))
+  }
+
+  @Test(
+    "10^9 values standing in aliases in values are refused by the count at once: the parser walks only keys",
+    .timeLimit(.minutes(1)))
+  func aliasesInValuesAreCounted() async {
+    // The partner of the test above: the parser shares an alias in a value (a key that stood
+    // for these 10^9 values would hang it for good), and the count stops at its bound.
+    let yaml = Self.laughs(levels: 9)
+    #expect(await Self.outcome(yaml) == .refused(.values(BoundedYAML.defaultMaxNodes)))
+  }
+
+  @Test("a composing thread the system refuses is reported at once, not after the time limit")
+  func noThread() throws {
+    let started = ContinuousClock.now
+    do {
+      // A stack of 1 EiB: `pthread_create` cannot map it (EAGAIN).
+      _ = try BoundedYAML.compose(
+        yaml: "a: 1\n", maxNodes: 10, maxDepth: 10, timeLimit: .seconds(10), stackSize: 1 << 60)
+      Issue.record("composed on a thread the system cannot make")
+    } catch let refusal as BoundedYAML.Refusal {
+      #expect(refusal.description.hasPrefix("the document was not read: no thread to read it on"))
+      #expect(refusal.description.contains("pthread_create"))
+    }
+    // Not the 10 s a thread that never ran would have been waited for.
+    #expect(ContinuousClock.now - started < .seconds(5))
   }
 
   @Test(

@@ -103,8 +103,13 @@ final class BusCore: @unchecked Sendable {
   /// serves the connection until it is closed or lost.
   static func open(address: String, gathering: Double = 0) async -> Result<BusCore, DBusError> {
     await withCheckedContinuation { (waiter: ResultWaiter<BusCore>) in
-      startThread(named: "dbus") {
-        BusCore.threadMain(address: address, gathering: gathering, waiter: waiter)
+      do throws(LoopError) {
+        try startThread(named: "dbus") {
+          BusCore.threadMain(address: address, gathering: gathering, waiter: waiter)
+        }
+      } catch {
+        waiter.resume(
+          returning: .failure(DBusError(.connectionFailed, "no thread for the bus: \(error)")))
       }
     }
   }

@@ -207,14 +207,21 @@ final class ClientCore: @unchecked Sendable {
 
   // MARK: entry points from other threads
 
-  /// Starts the loop thread once.
+  /// Starts the loop thread once. When the system refuses the thread, the client ends as it
+  /// does when its loop thread ends: the refusal is logged, waiting commands are refused and
+  /// the event and message streams finish.
   func start() {
     let first = started.withLock { value in
       defer { value = true }
       return !value
     }
     guard first else { return }
-    startThread(named: "mqtt-loop") { [self] in self.runLoop() }
+    do throws(LoopError) {
+      try startThread(named: "mqtt-loop") { [self] in self.runLoop() }
+    } catch {
+      logger.critical("MQTT: no thread for the client's loop (\(error)); the client stops")
+      loopLock.withLock { _ in finish() }
+    }
   }
 
   /// Carries out a command as ``send(contentsOf:)`` does.
