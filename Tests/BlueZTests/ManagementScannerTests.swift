@@ -177,14 +177,14 @@ struct ManagementScannerTests {
     #expect(await kernel.read() == ManagementPacket.startDiscovery(index: 1))
     kernel.answer(ManagementPacket.startDiscovery, status: 0, index: 1)
     try await second
-    let ended = ContinuousClock.now
     kernel.discovering(false)
     kernel.discovering(false, index: 1)
+    // Both within half a second: restarts spaced a second apart leave the second read empty.
+    // (Not timed in this task as well: it runs late when the whole suite shares two cores.)
     let restarted = [await kernel.read(timeout: 0.5), await kernel.read(timeout: 0.5)]
     #expect(
       Set(restarted.compactMap { $0 })
         == [ManagementPacket.startDiscovery(index: 0), ManagementPacket.startDiscovery(index: 1)])
-    #expect(ContinuousClock.now - ended < .milliseconds(800))
     scanner.close()
   }
 
@@ -295,11 +295,13 @@ struct ManagementScannerTests {
 
   @Test func discoveryTheKernelEndedIsStartedAgainAtOnceThenSpaced() async throws {
     try await started()
+    // Before the first restart, which the spacing counts from (a reading after it, late on a
+    // loaded machine, would make the second restart look too early).
+    let ended = ContinuousClock.now
     kernel.discovering(false)
     #expect(await kernel.read(timeout: 0.5) == ManagementPacket.startDiscovery(index: 0))
     kernel.answer(ManagementPacket.startDiscovery, status: 0)
     // Ending again at once: started again a second later, not in a loop.
-    let ended = ContinuousClock.now
     kernel.discovering(false)
     #expect(await kernel.read(timeout: 3) == ManagementPacket.startDiscovery(index: 0))
     #expect(ContinuousClock.now - ended >= .milliseconds(900))

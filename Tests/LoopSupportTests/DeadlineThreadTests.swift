@@ -66,7 +66,7 @@ struct DeadlineThreadTests {
     try await Task.sleep(for: .milliseconds(200))
     #expect(waitless.value == 1)
     idle.wake()
-    #expect(await eventually(1) { waitless.value == 2 })
+    #expect(await eventually(5) { waitless.value == 2 })
     idle.stop()
     await idle.ended()
 
@@ -75,7 +75,7 @@ struct DeadlineThreadTests {
     try sleeper.start()
     #expect(await eventually { long.value == 1 })
     sleeper.wake()
-    #expect(await eventually(1) { long.value == 2 })
+    #expect(await eventually(5) { long.value == 2 })
     sleeper.stop()
     await sleeper.ended()
   }

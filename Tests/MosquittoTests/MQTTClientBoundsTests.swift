@@ -95,7 +95,7 @@ struct MQTTClientBoundsTests {
     let error = await task.value
     // Without cancellation the call waits for a broker that never comes; the bound leaves room
     // for a loaded test machine (576 ms was seen in CI with every suite running at once).
-    #expect(ContinuousClock.now - started < .seconds(3))
+    #expect(ContinuousClock.now - started < .seconds(15))
     #expect(error?.code == .cancelled)
     // A publish that waits for the broker is cancelled the same way.
     let publish = Task { () -> MQTTError? in
@@ -109,10 +109,11 @@ struct MQTTClientBoundsTests {
     try await Task.sleep(for: .milliseconds(100))
     publish.cancel()
     #expect(await publish.value?.code == .cancelled)
-    // Shutting down while disconnected does not wait for the broker either.
+    // Shutting down while disconnected does not wait for the broker either (its 30 s; the
+    // bound leaves room for a loaded test machine).
     let shutdownStarted = ContinuousClock.now
-    await client.shutdown(timeout: 5)
-    #expect(ContinuousClock.now - shutdownStarted < .seconds(1))
+    await client.shutdown(timeout: 30)
+    #expect(ContinuousClock.now - shutdownStarted < .seconds(10))
   }
 
   @Test(
@@ -139,7 +140,7 @@ struct MQTTClientBoundsTests {
     task.cancel()
     await task.value
     // Uncancelled, it would wait the 20 s for the acknowledgement.
-    #expect(ContinuousClock.now - started < .seconds(3))
+    #expect(ContinuousClock.now - started < .seconds(15))
     broker.freeze(false)
     // The shutdown itself finished.
     #expect(await stopped(client))

@@ -59,7 +59,7 @@ struct TLSTests {
     config.tls = MQTTClientConfiguration.TLS(caFile: pki.caFile)
     let client = try MQTTClient(configuration: config, logger: quietLogger("tls"))
     client.start()
-    #expect(await eventually(timeout: 3) { client.statistics.connectionFailures >= 2 })
+    #expect(await eventually(timeout: 15) { client.statistics.connectionFailures >= 2 })
     #expect(!client.statistics.connected)
     await client.shutdown()
   }

@@ -162,7 +162,7 @@ struct SimulatedRadioTests {
   @Test("a connection slower than its timeout fails with timeout; a patient one connects")
   func connectTimeout() async throws {
     let radio = SimulatedRadio(
-      world: SimulatedWorld(connectLatency: 0.3, devices: [.init(kind: .heartRate)]))
+      world: SimulatedWorld(connectLatency: 2, devices: [.init(kind: .heartRate)]))
     let device = SimulationEngine(world: radio.world).devices[0].address
     try await running(radio) {
       let events = radio.events()
@@ -172,7 +172,7 @@ struct SimulatedRadioTests {
       } catch {
         #expect(error.code == .timeout)
       }
-      try await radio.connect(device, timeout: 5)
+      try await radio.connect(device, timeout: 10)
       let resolved = await first(events) {
         if case .servicesResolved(let a, _) = $0 { a == device } else { false }
       }
@@ -183,16 +183,18 @@ struct SimulatedRadioTests {
   @Test("a second operation on one characteristic while the first runs gets in_progress")
   func oneOperationAtATime() async throws {
     let radio = SimulatedRadio(
-      world: SimulatedWorld(connectLatency: 0, gattLatency: 0.2, devices: [.init(kind: .battery)]))
+      world: SimulatedWorld(connectLatency: 0, gattLatency: 2, devices: [.init(kind: .battery)]))
     let device = SimulationEngine(world: radio.world).devices[0].address
     let level = GATTCharacteristicID(
       address: device, service: .init(uuid16: 0x180F), characteristic: .init(uuid16: 0x2A19))
     try await running(radio) {
-      try await radio.connect(device, timeout: 1)
-      async let first = radio.read(level, timeout: 1)
+      // A read takes 2 s, so that the second comes while the first runs even when this task
+      // runs late (the whole suite shares two cores).
+      try await radio.connect(device, timeout: 10)
+      async let first = radio.read(level, timeout: 10)
       try await Task.sleep(for: .milliseconds(50))
       do throws(CentralError) {
-        _ = try await radio.read(level, timeout: 1)
+        _ = try await radio.read(level, timeout: 10)
         Issue.record("two reads at once")
       } catch {
         #expect(error.code == .inProgress)
