@@ -134,11 +134,20 @@ struct SimulatedRadioTests {
     // thread woken late. On a loaded machine that is often tens of milliseconds (a CI run
     // saw 106 events in 35 batches), so the check is against the windowed run: more
     // batches unless the world thread woke more than a window late on average.
-    // (GatheringPaceTests pin the pace itself with literal times.)
-    let single = try await batchSizes(gathering: 0)
+    // (GatheringPaceTests pin the pace itself with literal times.) A CI run with every suite
+    // at once starved the world thread for most of a second (2 batches without a window, 3
+    // with one): up to three runs without a window, and one of them must hand the events over
+    // in more than twice the windowed run's batches. A window of 0 that gathered too would
+    // give about as many batches as the windowed run in each.
+    var singles: [[Int]] = []
+    for _ in 0..<3 {
+      let single = try await batchSizes(gathering: 0)
+      singles.append(single)
+      if single.count > gathered.count * 2 { break }
+    }
     #expect(
-      single.count > gathered.count,
-      "\(single.count) batches without a window, \(gathered.count) with one: \(single)")
+      singles.contains { $0.count > gathered.count * 2 },
+      "\(singles.map(\.count)) batches without a window, \(gathered.count) with one: \(singles)")
   }
 
   @Test("a source is a notifying characteristic, or all advertisements together")
