@@ -10,26 +10,21 @@ struct BoundedYAMLTests {
   /// one before and anchored under the same name: `lists × depth` levels once expanded, from
   /// text that nests `depth` levels. Only the last list is the parser's `a` at the end, so only
   /// it holds the chain.
-  static func chain(lists: Int, depth: Int) -> String {
+  static func chain(lists: Int, depth: Int, open: String = "[", close: String = "]") -> String {
     var yaml = "chain:\n  - &a x\n"
     for _ in 1...lists {
       yaml +=
-        "  - &a " + String(repeating: "[", count: depth) + "*a"
-        + String(repeating: "]", count: depth) + "\n"
+        "  - &a " + String(repeating: open, count: depth) + "*a"
+        + String(repeating: close, count: depth) + "\n"
     }
     return yaml
   }
 
-  /// As ``chain(lists:depth:)``, with mappings (`{k: {k: *a}}`) in place of lists: 5 bytes
-  /// of text a level where lists take 2, and a tree of more frames a level (keys and values).
+  /// As ``chain(lists:depth:open:close:)``, with mappings (`{k: {k: *a}}`) in place of lists: 5
+  /// bytes of text a level where lists take 2, and a tree of more frames a level (keys and
+  /// values).
   static func mappingChain(maps: Int, depth: Int) -> String {
-    var yaml = "chain:\n  - &a x\n"
-    for _ in 1...maps {
-      yaml +=
-        "  - &a " + String(repeating: "{k: ", count: depth) + "*a"
-        + String(repeating: "}", count: depth) + "\n"
-    }
-    return yaml
+    chain(lists: maps, depth: depth, open: "{k: ", close: "}")
   }
 
   /// `levels` levels of lists of ten aliases of the level before, the last `l<levels - 1>`:
