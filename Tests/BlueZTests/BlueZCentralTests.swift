@@ -19,16 +19,18 @@ struct BlueZCentralTests {
   static func central(
     _ bus: PrivateBus, watchdog: ScannerWatchdogConfiguration = .init(enabled: false),
     scanMethod: BlueZCentralConfiguration.ScanMethod = .dbus, batchWindow: Duration = .zero,
-    signalGathering: Duration = .zero
+    signalGathering: Duration = .zero, callTimeout: Duration = .seconds(5),
+    startupWait: Duration = .seconds(5)
   ) -> (BlueZCentral, Recorder<CentralEvent>, Task<Void, Never>) {
     var logger = Logger(label: "test.bluez")
     logger.logLevel = .critical
     let central = BlueZCentral(
       configuration: BlueZCentralConfiguration(
         bus: BlueZSessionConfiguration(
-          busAddress: bus.address, callTimeout: .seconds(5), reconnectDelay: .milliseconds(100),
+          busAddress: bus.address, callTimeout: callTimeout, reconnectDelay: .milliseconds(100),
           signalGathering: signalGathering),
-        watchdog: watchdog, scanMethod: scanMethod, batchWindow: batchWindow),
+        startupWait: startupWait, watchdog: watchdog, scanMethod: scanMethod,
+        batchWindow: batchWindow),
       logger: logger)
     let recorder = Recorder(central.events())
     let task = Task { await central.run() }
@@ -50,11 +52,14 @@ struct BlueZCentralTests {
   func cancelledWaitForTheAdapter() async throws {
     try await PrivateBus.with { bus in
       let fake = try await FakeBlueZ.start(on: bus)
-      let (central, events, task) = Self.central(bus)
+      // Calls time out after 30 s: the first call below must not end before bluetoothd answers.
+      let (central, events, task) = Self.central(bus, callTimeout: .seconds(30))
       defer { task.cancel() }
       try await events.next(where: Self.isAdapter("hci0"))
-      fake.hang("StartDiscovery")
-      // The first holds the adapter while bluetoothd takes 3 s to answer.
+      fake.hang("StartDiscovery", for: .seconds(12))
+      // The first holds the adapter while bluetoothd takes 12 s to answer: a cancelled wait
+      // that went on waiting for the adapter (the defect) would cost 12 s, far from a late
+      // test task's second or two.
       let first = Task { () -> CentralError? in
         do throws(CentralError) {
           try await central.startDiscovery(adapter: "hci0", filter: DiscoveryFilter())
@@ -76,7 +81,7 @@ struct BlueZCentralTests {
       let cancelled = ContinuousClock.now
       waiting.cancel()
       let error = await waiting.value
-      #expect(ContinuousClock.now - cancelled < .seconds(2))
+      #expect(ContinuousClock.now - cancelled < .seconds(8))
       #expect(error?.code == .aborted)
       // The holder finishes; the adapter is free again afterwards.
       #expect(await first.value == nil)

@@ -24,6 +24,8 @@ final class FakeBlueZ: Sendable {
     let failures = Mutex<[String: DBusError]>([:])
     /// Methods that do not answer (until `Disconnect` on the same object, or 10 s).
     let hanging = Mutex<Set<String>>([])
+    /// How long a hanging adapter method takes to answer (default 3 s).
+    let adapterHang = Mutex<Duration>(.seconds(3))
     /// Object paths whose hanging call was cancelled by `Disconnect`.
     let cancelled = Mutex<Set<String>>([])
     /// Registered GATT applications and advertisements (`FakeBlueZ+Peripheral.swift`).
@@ -71,6 +73,12 @@ final class FakeBlueZ: Sendable {
     _ = state.hanging.withLock { $0.insert(member) }
   }
 
+  /// Makes every later call of the adapter method `member` answer only after `delay`.
+  func hang(_ member: String, for delay: Duration) {
+    state.adapterHang.withLock { $0 = delay }
+    hang(member)
+  }
+
   /// A method that records its calls, fails when told to, then runs `body`.
   func method(
     _ name: String, at path: String, in signature: DBusSignature = .empty,
@@ -113,7 +121,7 @@ final class FakeBlueZ: Sendable {
     func adapterMethod(_ name: String, in signature: DBusSignature = .empty) -> DBusMethod {
       method(name, at: path, in: signature) { _ in
         if state.hanging.withLock({ $0.contains(name) }) {
-          try? await Task.sleep(for: .seconds(3))
+          try? await Task.sleep(for: state.adapterHang.withLock { $0 })
         }
         if name == "StartDiscovery" || name == "StopDiscovery" {
           let discovering = name == "StartDiscovery"

@@ -52,9 +52,14 @@ struct GatewayHardeningTests {
     let gateway = try GatewayProcess(broker: broker, extra: ["--radio", "simulated"])
     let (observer, seen) = try await observe(broker, gateway.stateTopic)
     #expect(await eventually { stateIs(seen.messages.last, "online") })
+    let started = ContinuousClock.now
     gateway.child.signal(signal.number)
-    let status = await gateway.child.wait(timeout: 2)
-    #expect(status.map(ChildProcess.exitCode) == 0, "log: \(gateway.log)")
+    // Waited for a while longer: the bound is the exit's own time, taken on the reaping thread.
+    let exit = await gateway.child.waitTimed(timeout: 10)
+    #expect(
+      exit != nil, "still running 10 s after SIG\(signal.rawValue.uppercased()): \(gateway.log)")
+    if let exit { #expect(exit.exited - started < .seconds(2)) }
+    #expect(exit.map { ChildProcess.exitCode($0.status) } == 0, "log: \(gateway.log)")
     #expect(await eventually { stateIs(seen.messages.last, "offline") })
     #expect(broker.log.contains("Received DISCONNECT from gatt2mqtt-\(gateway.id)"))
     await observer.shutdown()
