@@ -190,9 +190,7 @@ struct DBusSignalTests {
   func batches() async throws {
     try await PrivateBus.with { bus in
       let emitter = try await bus.connect()
-      // An interval of 2 s: a reply held back to the end of one (the defect) waits a second on
-      // average, far from a test task that resumes late under full-suite load.
-      let gathering = try await DBusConnection(address: bus.address, gathering: .seconds(2))
+      let gathering = try await DBusConnection(address: bus.address, gathering: .milliseconds(500))
       let batches = try await gathering.signalBatches(
         matching: DBusMatchRule(interface: "com.example.Test", member: "Ping"))
       for i in 0..<100 {

@@ -24,6 +24,19 @@ enum StopSignal: String, CaseIterable, Sendable {
   .serialized,
   .enabled(if: Broker.isAvailable, "mosquitto is not installed (apt-get install mosquitto)"))
 struct GatewayHardeningTests {
+  /// Waits up to 10 s for the gateway to end after `signal` (sent at `started`), and expects
+  /// exit status 0 within 2 s: the exit's own time, taken on the reaping thread, not the test
+  /// task's.
+  private func expectExitZero(
+    _ gateway: GatewayProcess, after signal: StopSignal, sentAt started: ContinuousClock.Instant
+  ) async {
+    let exit = await gateway.child.waitTimed(timeout: 10)
+    #expect(
+      exit != nil, "still running 10 s after SIG\(signal.rawValue.uppercased()): \(gateway.log)")
+    if let exit { #expect(exit.exited - started < .seconds(2)) }
+    #expect(exit.map { ChildProcess.exitCode($0.status) } == 0, "log: \(gateway.log)")
+  }
+
   @Test(
     "broker never reached: every stop signal ends the process within 2 s, exit 0",
     arguments: StopSignal.allCases)
@@ -34,12 +47,7 @@ struct GatewayHardeningTests {
       await eventually { gateway.log.contains("failed") }, "log: \(gateway.log)")
     let started = ContinuousClock.now
     gateway.child.signal(signal.number)
-    // Waited for a while longer: the bound is the exit's own time, taken on the reaping thread.
-    let exit = await gateway.child.waitTimed(timeout: 10)
-    #expect(
-      exit != nil, "still running 10 s after SIG\(signal.rawValue.uppercased()): \(gateway.log)")
-    if let exit { #expect(exit.exited - started < .seconds(2)) }
-    #expect(exit.map { ChildProcess.exitCode($0.status) } == 0, "log: \(gateway.log)")
+    await expectExitZero(gateway, after: signal, sentAt: started)
     #expect(!gateway.log.contains("Program crashed"))
   }
 
@@ -54,12 +62,7 @@ struct GatewayHardeningTests {
     #expect(await eventually { stateIs(seen.messages.last, "online") })
     let started = ContinuousClock.now
     gateway.child.signal(signal.number)
-    // Waited for a while longer: the bound is the exit's own time, taken on the reaping thread.
-    let exit = await gateway.child.waitTimed(timeout: 10)
-    #expect(
-      exit != nil, "still running 10 s after SIG\(signal.rawValue.uppercased()): \(gateway.log)")
-    if let exit { #expect(exit.exited - started < .seconds(2)) }
-    #expect(exit.map { ChildProcess.exitCode($0.status) } == 0, "log: \(gateway.log)")
+    await expectExitZero(gateway, after: signal, sentAt: started)
     #expect(await eventually { stateIs(seen.messages.last, "offline") })
     #expect(broker.log.contains("Received DISCONNECT from gatt2mqtt-\(gateway.id)"))
     await observer.shutdown()
