@@ -17,6 +17,7 @@ let package = Package(
     .library(name: "DBus", targets: ["DBus"]),
     .library(name: "BlueZ", targets: ["BlueZ"]),
     .library(name: "SimulatedRadio", targets: ["SimulatedRadio"]),
+    .library(name: "GatewaySettings", targets: ["GatewaySettings"]),
     .library(name: "Gateway", targets: ["Gateway"]),
   ],
   dependencies: [
@@ -86,13 +87,23 @@ let package = Package(
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
       ],
       swiftSettings: strict),
+    // The gateway's configuration: its keys, flags > environment > file > defaults, the checks
+    // with each key's path in the error, the redacted summary. Its own module so that the
+    // fuzzers build it without the gateway's services (NIO, Hummingbird and the rest, each
+    // rebuilt with the sanitizers).
+    .target(
+      name: "GatewaySettings",
+      dependencies: [
+        "BridgeCore", "YAMLSupport",
+        .product(name: "Configuration", package: "swift-configuration"),
+        .product(name: "Yams", package: "Yams"),
+      ],
+      swiftSettings: strict),
     .target(
       name: "Gateway",
       dependencies: [
         "Mosquitto", "BridgeCore", "BlueZ", "SimulatedRadio", "Backoff", "Web", "LoopSupport",
-        "YAMLSupport", .product(name: "Metrics", package: "swift-metrics"),
-        .product(name: "Configuration", package: "swift-configuration"),
-        .product(name: "Yams", package: "Yams"),
+        "YAMLSupport", "GatewaySettings", .product(name: "Metrics", package: "swift-metrics"),
         .product(name: "Logging", package: "swift-log"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -101,7 +112,7 @@ let package = Package(
     .executableTarget(
       name: "gatt2mqtt",
       dependencies: [
-        "Gateway", "BlueZ", "BridgeCore",
+        "Gateway", "GatewaySettings", "BlueZ", "BridgeCore",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "Logging", package: "swift-log"),
       ],
@@ -129,8 +140,12 @@ let package = Package(
     .testTarget(
       name: "MosquittoTests", dependencies: ["Mosquitto", "TestSupport"], swiftSettings: strict),
     .testTarget(
-      name: "GatewayTests", dependencies: ["Gateway", "TestSupport", "YAMLSupport"],
+      name: "GatewaySettingsTests",
+      dependencies: ["GatewaySettings", "BridgeCore", "SimulatedRadio", "YAMLSupport"],
       resources: [.copy("Fixtures")], swiftSettings: strict),
+    .testTarget(
+      name: "GatewayTests", dependencies: ["Gateway", "GatewaySettings", "TestSupport"],
+      swiftSettings: strict),
     .testTarget(
       name: "WebTests",
       dependencies: ["Web", "BridgeCore", .product(name: "Hummingbird", package: "hummingbird")],

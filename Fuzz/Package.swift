@@ -13,7 +13,7 @@ let package = Package(
         .product(name: "BlueZ", package: "gatt2mqtt"),
         .product(name: "BridgeCore", package: "gatt2mqtt"),
         .product(name: "DBus", package: "gatt2mqtt"),
-        .product(name: "Gateway", package: "gatt2mqtt"),
+        .product(name: "GatewaySettings", package: "gatt2mqtt"),
         .product(name: "SimulatedRadio", package: "gatt2mqtt"),
       ],
       swiftSettings: [.unsafeFlags(["-parse-as-library"])])

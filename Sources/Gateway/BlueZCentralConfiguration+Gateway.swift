@@ -1,4 +1,5 @@
 public import BlueZ
+public import GatewaySettings
 
 extension BlueZCentralConfiguration {
   /// The BlueZ central's settings from the gateway's configuration: the object model keeps as

@@ -1,6 +1,7 @@
 import BlueZ
 public import BridgeCore
 import Foundation
+public import GatewaySettings
 public import Logging
 import Mosquitto
 public import ServiceLifecycle
@@ -30,8 +31,7 @@ public enum GatewayRunner {
       // Before the gateway in the list, so that it stops after it: the gateway publishes its
       // `offline` state and closes its links whatever the page's clients do.
       // The listen address was checked by the configuration loader.
-      let (host, port) =
-        ConfigurationLoader.KeyType.listenAddress(configuration.web.listen) ?? ("127.0.0.1", 8080)
+      let (host, port) = configuration.web.listenAddress ?? ("127.0.0.1", 8080)
       services.append(
         .init(
           service: WebServer(

@@ -1,5 +1,6 @@
 public import BridgeCore
 import Foundation
+public import GatewaySettings
 public import Logging
 import LoopSupport
 public import Mosquitto

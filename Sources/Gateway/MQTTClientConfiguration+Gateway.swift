@@ -1,4 +1,5 @@
 public import BridgeCore
+public import GatewaySettings
 public import Mosquitto
 
 extension MQTTClientConfiguration {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Gateway
+import GatewaySettings
 import Logging
 
 /// The `gatt2mqtt` command line.

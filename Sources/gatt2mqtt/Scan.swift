@@ -3,6 +3,7 @@ import BlueZ
 import BridgeCore
 import Foundation
 import Gateway
+import GatewaySettings
 import Logging
 
 extension Gatt2MQTT {

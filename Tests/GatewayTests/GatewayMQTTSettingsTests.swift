@@ -1,6 +1,7 @@
 import BlueZ
 import BridgeCore
 import Gateway
+import GatewaySettings
 import Mosquitto
 import Testing
 

@@ -1,5 +1,6 @@
 import BridgeCore
 import Foundation
+import GatewaySettings
 import Mosquitto
 import TestSupport
 import Testing

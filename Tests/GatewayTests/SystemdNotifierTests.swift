@@ -1,4 +1,5 @@
 import Foundation
+import GatewaySettings
 import TestSupport
 import Testing
 

@@ -1,7 +1,7 @@
 import BridgeCore
 @_spi(Fuzzing) import DBus
 import Foundation
-import Gateway
+import GatewaySettings
 import SimulatedRadio
 
 /// The target, from `FUZZ_TARGET` (see `Fuzz/README.md`).

@@ -2,7 +2,7 @@
 import BridgeCore
 @_spi(Fuzzing) import DBus
 import Foundation
-@_spi(Fuzzing) import Gateway
+@_spi(Fuzzing) import GatewaySettings
 import SimulatedRadio
 
 /// One function per fuzz target: each takes arbitrary bytes the way the gateway takes them

@@ -4,7 +4,7 @@ import SimulatedRadio
 import Testing
 import YAMLSupport
 
-@testable import Gateway
+@testable import GatewaySettings
 
 @Suite("Configuration file: the devices section")
 struct ConfigurationDevicesTests {

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import Gateway
+@testable import GatewaySettings
 
 /// `web.*` and `homeassistant.*`: what the loader accepts and the errors it gives.
 @Suite("Configuration of the web page and Home Assistant")

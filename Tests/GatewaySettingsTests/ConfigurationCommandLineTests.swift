@@ -1,6 +1,6 @@
 import Testing
 
-@testable import Gateway
+@testable import GatewaySettings
 
 @Suite("Configuration from the command line")
 struct ConfigurationCommandLineTests {

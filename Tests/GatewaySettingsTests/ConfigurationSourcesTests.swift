@@ -1,6 +1,6 @@
 import Testing
 
-@testable import Gateway
+@testable import GatewaySettings
 
 @Suite("Configuration sources")
 struct ConfigurationSourcesTests {

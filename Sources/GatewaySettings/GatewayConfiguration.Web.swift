@@ -11,6 +11,12 @@ extension GatewayConfiguration {
     /// `?token=<token>` (`web.token`, secret). Default none.
     public var token: String?
 
+    /// The host and port of ``listen`` (an IPv6 host without its brackets), or `nil` when it is
+    /// not `<host>:<port>`; the configuration loader refuses such a value.
+    public var listenAddress: (host: String, port: Int)? {
+      ConfigurationLoader.KeyType.listenAddress(listen)
+    }
+
     /// Creates the settings with the documented defaults.
     ///
     /// - Parameters:

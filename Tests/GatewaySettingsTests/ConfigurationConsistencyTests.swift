@@ -1,7 +1,7 @@
 import BridgeCore
 import Testing
 
-@testable import Gateway
+@testable import GatewaySettings
 
 @Suite("Configuration consistency")
 struct ConfigurationConsistencyTests {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import Gateway
+@testable import GatewaySettings
 
 @Suite("Configuration defaults and example file")
 struct ConfigurationDefaultsTests {
