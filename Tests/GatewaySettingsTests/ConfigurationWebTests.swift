@@ -12,7 +12,7 @@ struct ConfigurationWebTests {
       ("[::1]:9090", "::1", 9090), ("gateway.local:65535", "gateway.local", 65535),
     ])
   func listenAddresses(_ text: String, _ host: String, _ port: Int) {
-    let parsed = ConfigurationLoader.KeyType.listenAddress(text)
+    let parsed = GatewayConfiguration.Web(listen: text).listenAddress
     #expect(parsed?.host == host && parsed?.port == port)
   }
 
@@ -20,7 +20,7 @@ struct ConfigurationWebTests {
     "web.listen refuses what is not <host>:<port>",
     arguments: ["8080", "localhost", ":8080", "host:65536", "host:-1", "host:http", "a b:80", ""])
   func badListenAddresses(_ text: String) async throws {
-    #expect(ConfigurationLoader.KeyType.listenAddress(text) == nil)
+    #expect(GatewayConfiguration.Web(listen: text).listenAddress == nil)
     let error = try #require(
       await ConfigurationFixture.error(arguments: ["--web.listen", text]))
     #expect(error.key == "web.listen")
